@@ -1,0 +1,137 @@
+"""One audit, stage by stage: the order in which the CLI calls the stages.
+
+``inspection → plan → generate → score → compare → judge → report``
+(DESIGN.md §2). Cheap checks (suite, policy, adapter header) run before any
+model is loaded for generation.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import platform
+import time
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .compare import compare_metrics, drift_score
+from .errors import AuditInputError
+from .generate import HFBackend
+from .inspection import inspect_adapter, preflight_adapter
+from .judge import judge, load_policy
+from .models import resolve_base
+from .plan import load_suite, plan_requests
+from .records import to_plain
+from .report import RESULTS_SCHEMA_VERSION
+from .score import score_all
+
+_VERSIONED = ("torch", "transformers", "peft", "lm_eval", "nltk", "langdetect", "safetensors")
+
+
+def package_versions() -> dict[str, str]:
+    out = {"python": platform.python_version(), "adapter-auditor": __version__}
+    for name in _VERSIONED:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+@dataclass
+class AuditOptions:
+    """Settings of one audit (what the CLI passes in)."""
+
+    adapter: str
+    base: str | None = None
+    policy: str | None = None
+    suite: str = "smoke"
+    label: str | None = None
+    limit: int | None = None
+    batch_size: int = 16
+    dtype: str = "float32"
+
+
+def run_audit(opts: AuditOptions, log: Any = print) -> dict[str, Any]:
+    """Run one audit and return the results dict (the content of results.json).
+
+    Raises:
+        AuditInputError: any fault in the inputs (before a verdict is formed).
+    """
+    t_start = time.perf_counter()
+    preflight_adapter(opts.adapter)
+    suite = load_suite(opts.suite, limit=opts.limit)
+    policy = load_policy(opts.policy, suite.metric_names())
+    if any(c.scorer == "ifeval" for c in suite.capabilities):
+        from .ifeval_support import PunktDataError, ensure_punkt
+
+        try:
+            ensure_punkt()
+        except PunktDataError as e:
+            raise AuditInputError("nltk punkt_tab", str(e)) from None
+    log(f"base: resolving {opts.base or 'embedded default (SmolLM2-135M-Instruct)'}")
+    base = resolve_base(opts.base)
+    adapter = inspect_adapter(opts.adapter, base.path, base.name)
+    for w in adapter.warnings:
+        log(f"[yellow]warning:[/] {w}")
+
+    if opts.label:
+        label, label_source = opts.label, "--label"
+    elif adapter.nominal_label:
+        label, label_source = adapter.nominal_label, "model card"
+    else:
+        label, label_source = None, "none"
+    mapping = policy.labels.get(label) if label else None
+
+    backend = HFBackend(base.path, Path(adapter.path), batch_size=opts.batch_size, dtype=opts.dtype)
+    requests = plan_requests(suite)
+    generations = backend.generate(requests)
+    items = {i.id: i for i in suite.items}
+    scores = score_all(items, generations, {c.name: c.scorer for c in suite.capabilities})
+    comparisons = compare_metrics(suite, scores)
+    drift = drift_score(
+        comparisons, label, label_source,
+        mapping["target"] if mapping else None, list(mapping.get("off_target", [])) if mapping else [],
+        float(policy.drift["max_drift_score_pts"]),
+    )
+    verdict = judge(policy, comparisons, drift, adapter)
+
+    gen_of = {(g.item_id, g.variant): g for g in generations}
+    score_of = {(s.item_id, s.variant): s for s in scores}
+    item_rows = []
+    for it in suite.items:
+        row: dict[str, Any] = {"id": it.id, "capability": it.capability, "group": it.group,
+                               "prompt": it.prompt, "rendered_prompt": backend.rendered[it.id],
+                               "max_new_tokens": it.max_new_tokens, "target": it.target}
+        for v in ("base", "adapter"):
+            g, s = gen_of[(it.id, v)], score_of[(it.id, v)]
+            row[v] = {"text": g.text, "n_tokens": g.n_tokens, "scores": s.values, "detail": s.detail}
+        item_rows.append(row)
+
+    stats = backend.stats
+    adapter_plain = to_plain(adapter)
+    adapter_plain["max_rank"] = adapter.max_rank
+    return {
+        "schema_version": RESULTS_SCHEMA_VERSION,
+        "verdict": to_plain(verdict),
+        "adapter": adapter_plain,
+        "base": to_plain(base) | {"path": str(base.path)},
+        "suite": {"name": suite.name, "version": suite.version, "path": suite.path,
+                  "item_ids": [i.id for i in suite.items]},
+        "policy": {"path": policy.path, "content": policy.raw},
+        "comparisons": to_plain(comparisons),
+        "drift": to_plain(drift),
+        "items": item_rows,
+        "run": {
+            "backend": stats.backend, "dtype": opts.dtype, "batch_size": opts.batch_size, "limit": opts.limit,
+            "decoding": "greedy",
+            "new_tokens": stats.new_tokens,
+            "timings": {"load_s": round(stats.load_s, 3), "generate_s": round(stats.generate_s, 3),
+                        "total_s": round(time.perf_counter() - t_start, 3)},
+            "versions": package_versions(),
+            "auditor_version": __version__,
+            "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        },
+    }

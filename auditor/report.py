@@ -1,0 +1,141 @@
+"""Stage 7 — report: results.json, report.html, summary.md, junit.xml.
+
+Everything is rendered from the plain ``results`` dict that is also written
+as ``results.json``, so ``audit report results.json --out DIR`` re-renders
+every output without a model. Model output is untrusted text: the HTML is
+rendered by jinja2 with autoescape on, Markdown cells are escaped, and XML is
+written by ElementTree (which escapes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from .errors import AuditInputError
+
+RESULTS_SCHEMA_VERSION = 1
+_ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader("auditor", "templates"),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def worst_regressions(results: dict[str, Any], n: int = 8) -> list[dict[str, Any]]:
+    """Items the adapter made worse on their capability's first metric, largest first."""
+    primary: dict[str, tuple[str, bool]] = {}
+    for c in results["comparisons"]:
+        primary.setdefault(c["capability"], (c["metric"].split(".", 1)[1], c["higher_is_better"]))
+    rows = []
+    for it in results["items"]:
+        metric, hib = primary[it["capability"]]
+        b, a = it["base"]["scores"][metric], it["adapter"]["scores"][metric]
+        loss = (b - a) if hib else (a - b)
+        if loss > 0:
+            rows.append({"id": it["id"], "metric": metric, "base_value": b, "adapter_value": a, "loss": loss,
+                         "prompt": it["prompt"], "base_text": it["base"]["text"], "adapter_text": it["adapter"]["text"]})
+    rows.sort(key=lambda r: (-r["loss"], r["id"]))
+    return rows[:n]
+
+
+def render_html(results: dict[str, Any]) -> str:
+    """The self-contained HTML report (no external resources)."""
+    return _ENV.get_template("report.html.j2").render(regressions=worst_regressions(results), **results)
+
+
+def _md(text: Any) -> str:
+    """Escape text for a Markdown table cell."""
+    s = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    for ch in "<>*_`[]#":
+        s = s.replace(ch, "\\" + ch)
+    return s
+
+
+def render_summary_md(results: dict[str, Any]) -> str:
+    """Short Markdown summary for ``$GITHUB_STEP_SUMMARY`` or a PR comment."""
+    v = results["verdict"]
+    icon = "✅" if v["verdict"] == "pass" else "❌"
+    lines = [f"## {icon} adapter-auditor: {v['verdict'].upper()}", "",
+             f"Adapter `{_md(Path(results['adapter']['path']).name)}` on base `{_md(results['base']['name'])}`, "
+             f"suite {results['suite']['name']}.", ""]
+    failing = [r for r in v["rules"] if r["outcome"] == "fail"]
+    if failing:
+        lines += ["**Failing rules**", ""] + [f"- {_md(r['rule'])}: {_md(r['reason'])}" for r in failing] + [""]
+    lines += ["| group | metric | base | adapter | Δ points |", "|---|---|---:|---:|---:|"]
+    for c in results["comparisons"]:
+        lines.append(f"| {c['group']} | {_md(c['metric'])} | {100 * c['base']:.1f} | {100 * c['adapter']:.1f} | "
+                     f"{c['delta_pts']:+.1f} |")
+    d = results["drift"]
+    if d["drift_score_pts"] is not None:
+        lines += ["", f"Nominal label **{_md(d['label'])}**: TargetGain {d['target_gain_pts']:+.1f}, "
+                      f"OffTargetGain {d['off_target_gain_pts']:+.1f}, DriftScore {d['drift_score_pts']:+.1f} points"
+                      + (" (label mismatch)" if d["mismatch"] else "")]
+    lines += ["", "Full report: `report.html`"]
+    return "\n".join(lines) + "\n"
+
+
+def render_junit(results: dict[str, Any]) -> str:
+    """JUnit XML: one test case per policy rule; a failing rule is a <failure>."""
+    rules = results["verdict"]["rules"]
+    suite = ET.Element("testsuite", name="adapter-auditor", tests=str(len(rules)),
+                       failures=str(sum(r["outcome"] == "fail" for r in rules)))
+    for r in rules:
+        case = ET.SubElement(suite, "testcase", classname="policy", name=r["rule"])
+        if r["outcome"] == "fail":
+            ET.SubElement(case, "failure", message=r["reason"]).text = r["reason"]
+        elif r["outcome"] == "warn":
+            ET.SubElement(case, "system-out").text = "warning: " + r["reason"]
+    root = ET.Element("testsuites")
+    root.append(suite)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def write_reports(results: dict[str, Any], out: Path) -> dict[str, Path]:
+    """Write every output into ``out`` (atomically, file by file); return their paths."""
+    files = {
+        "results.json": json.dumps(results, indent=2, ensure_ascii=False, sort_keys=False) + "\n",
+        "report.html": render_html(results),
+        "summary.md": render_summary_md(results),
+        "junit.xml": render_junit(results),
+    }
+    paths = {}
+    for name, text in files.items():
+        _atomic_write(out / name, text)
+        paths[name] = out / name
+    return paths
+
+
+def load_results(path: Path) -> dict[str, Any]:
+    """Read a results.json written by this tool.
+
+    Raises:
+        AuditInputError: not readable JSON, or not a results file of a known schema version.
+    """
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise AuditInputError(path, f"cannot read: {e}") from None
+    except json.JSONDecodeError as e:
+        raise AuditInputError(path, f"invalid JSON: {e.msg} at line {e.lineno}") from None
+    if not isinstance(data, dict) or data.get("schema_version") != RESULTS_SCHEMA_VERSION:
+        raise AuditInputError(path, f"not an adapter-auditor results.json (schema_version {RESULTS_SCHEMA_VERSION})")
+    return data
