@@ -69,17 +69,19 @@ def _print_summary(results: dict) -> None:
 @click.option("--suite", default="smoke", show_default=True, help="Suite preset name or manifest path.")
 @click.option("--label", default=None, help="Nominal label of the adapter (default: from its model card).")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N items per capability.")
+@click.option("--capability", "capabilities", multiple=True,
+              help="Run only this capability of the suite (repeatable), e.g. --capability math.")
 @click.option("--out", "out", type=click.Path(path_type=Path), default=Path("audit-report"), show_default=True,
               help="Report folder.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True)
 def run_cmd(adapter: str, base: str | None, policy: str | None, suite: str, label: str | None, limit: int | None,
-            out: Path, batch_size: int) -> None:
+            capabilities: tuple[str, ...], out: Path, batch_size: int) -> None:
     """Audit ADAPTER (a PEFT adapter folder or its adapter_model.safetensors)."""
     from .audit import AuditOptions, run_audit
     from .report import write_reports
 
     results = run_audit(AuditOptions(adapter=adapter, base=base, policy=policy, suite=suite, label=label,
-                                     limit=limit, batch_size=batch_size),
+                                     limit=limit, capabilities=capabilities, batch_size=batch_size),
                         log=lambda m: console.print(m))
     paths = write_reports(results, out)
     _print_summary(results)

@@ -177,6 +177,10 @@ def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResul
     by = {c.metric: c for c in comparisons}
     rules: list[RuleOutcome] = []
     for metric, lim in policy.metric_limits.items():
+        if metric not in by:
+            rules.append(RuleOutcome(f"{metric}: limits", "not_run",
+                                     f"capability {metric.split('.')[0]} was not part of this run"))
+            continue
         c = by[metric]
         drop = -c.delta_pts
         if "max_drop_pts" in lim:
@@ -200,6 +204,9 @@ def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResul
         rules.append(RuleOutcome("nominal label: present", d["on_missing_label"],
                                  "no nominal label given (--label) or found in the adapter's model card; "
                                  "DriftScore not computed"))
+    elif drift.label in policy.labels and drift.target_metric is None:
+        rules.append(RuleOutcome("nominal label: DriftScore", "not_run",
+                                 f"label {drift.label!r}: its target/off-target capabilities were not part of this run"))
     elif drift.target_metric is None:
         rules.append(RuleOutcome("nominal label: known to policy", d["on_unknown_label"],
                                  f"label {drift.label!r} has no target metric in the policy; DriftScore not computed"))

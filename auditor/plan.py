@@ -71,6 +71,8 @@ class Suite:
     path: str
     capabilities: tuple[Capability, ...]
     items: tuple[Item, ...]
+    #: metrics of every capability in the manifest, including ones left out by ``only``
+    all_metrics: tuple[str, ...] = ()
 
     def metric_names(self) -> list[str]:
         """Fully qualified metric names, ``<capability>.<metric>``."""
@@ -110,12 +112,13 @@ def _item_from_row(cap: dict[str, Any], row: dict[str, Any], src: Path, lineno: 
     )
 
 
-def load_suite(name_or_path: str, limit: int | None = None) -> Suite:
+def load_suite(name_or_path: str, limit: int | None = None, only: tuple[str, ...] = ()) -> Suite:
     """Load a suite preset by name (``smoke``) or from a manifest path.
 
     Args:
         name_or_path: preset name or path to a YAML manifest.
         limit: keep at most this many items per capability (first in file order).
+        only: keep only these capabilities (all when empty).
 
     Raises:
         AuditInputError: unknown preset, invalid manifest (names the key path),
@@ -136,9 +139,15 @@ def load_suite(name_or_path: str, limit: int | None = None) -> Suite:
         key = ".".join(str(p) for p in e.absolute_path) or "(top level)"
         raise AuditInputError(path, f"{key}: {e.message}") from None
 
+    names = [c["name"] for c in manifest["capabilities"]]
+    unknown = [o for o in only if o not in names]
+    if unknown:
+        raise AuditInputError("--capability", f"{unknown} not in suite {manifest['name']!r}; it has {names}")
     caps: list[Capability] = []
     items: list[Item] = []
     for cap in manifest["capabilities"]:
+        if only and cap["name"] not in only:
+            continue
         src = (path.parent / cap["source"]).resolve()
         if not src.is_file():
             raise AuditInputError(src, f"item file of capability {cap['name']!r} not found")
@@ -158,7 +167,8 @@ def load_suite(name_or_path: str, limit: int | None = None) -> Suite:
     ids = [i.id for i in items]
     if len(ids) != len(set(ids)):
         raise AuditInputError(path, "duplicate item ids in the suite")
-    return Suite(manifest["name"], manifest["version"], str(path), tuple(caps), tuple(items))
+    all_metrics = tuple(f"{c['name']}.{m.name}" for c in manifest["capabilities"] for m in SCORER_METRICS[c["scorer"]])
+    return Suite(manifest["name"], manifest["version"], str(path), tuple(caps), tuple(items), all_metrics)
 
 
 def plan_requests(suite: Suite, variants: tuple[str, ...] = VARIANTS) -> list[Request]:

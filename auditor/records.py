@@ -163,7 +163,7 @@ class DriftResult:
 
 @dataclass
 class RuleOutcome:
-    """One policy rule's result: ``outcome`` is ``pass``, ``warn`` or ``fail``."""
+    """One policy rule's result: ``pass``, ``warn``, ``fail`` or ``not_run`` (its capability was left out of the run)."""
 
     rule: str
     outcome: str

@@ -97,11 +97,14 @@ def render_junit(results: dict[str, Any]) -> str:
     """JUnit XML: one test case per policy rule; a failing rule is a <failure>."""
     rules = results["verdict"]["rules"]
     suite = ET.Element("testsuite", name="adapter-auditor", tests=str(len(rules)),
-                       failures=str(sum(r["outcome"] == "fail" for r in rules)))
+                       failures=str(sum(r["outcome"] == "fail" for r in rules)),
+                       skipped=str(sum(r["outcome"] == "not_run" for r in rules)))
     for r in rules:
         case = ET.SubElement(suite, "testcase", classname="policy", name=r["rule"])
         if r["outcome"] == "fail":
             ET.SubElement(case, "failure", message=r["reason"]).text = r["reason"]
+        elif r["outcome"] == "not_run":
+            ET.SubElement(case, "skipped", message=r["reason"])
         elif r["outcome"] == "warn":
             ET.SubElement(case, "system-out").text = "warning: " + r["reason"]
     root = ET.Element("testsuites")

@@ -1,0 +1,60 @@
+"""Shared fixtures. Real parts only: the embedded SmolLM2 base (converted once
+into the user cache), the third-party adapter and data in ../shared, and
+adapters the tests build from real tensors."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+MEDICAL = SHARED / "adapters" / "smollm-medical-flashcards-ckpt500"
+DEMO_ADAPTERS = ROOT / "examples" / "adapters"
+AUDIT = [sys.executable, "-m", "auditor.cli"]
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+# SmolLM2-135M: hidden 576, 9 query heads / 3 kv heads of 64, MLP 1536, 30 layers
+HIDDEN, KV, MLP, LAYERS = 576, 192, 1536, 30
+
+
+@pytest.fixture(scope="session")
+def base_model():
+    from auditor.models import resolve_base
+
+    return resolve_base(None)
+
+
+def write_adapter(folder: Path, config: dict | None = None, tensors: dict | None = None, r: int = 4,
+                  modules: tuple[str, ...] = ("q_proj", "v_proj"), layers: int = LAYERS,
+                  prefix: str = "base_model.model.model.layers", card: str | None = None) -> Path:
+    """Write a PEFT LoRA adapter folder with real (random, small) tensors."""
+    import torch
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    cfg = {"peft_type": "LORA", "r": r, "lora_alpha": 2 * r, "target_modules": list(modules),
+           "base_model_name_or_path": "HuggingFaceTB/SmolLM2-135M-Instruct", "task_type": "CAUSAL_LM",
+           "bias": "none", "lora_dropout": 0.0}
+    cfg.update(config or {})
+    (folder / "adapter_config.json").write_text(json.dumps(cfg))
+    if tensors is None:
+        g = torch.Generator().manual_seed(0)
+        shapes = {"q_proj": (HIDDEN, HIDDEN), "k_proj": (HIDDEN, KV), "v_proj": (HIDDEN, KV), "o_proj": (HIDDEN, HIDDEN)}
+        tensors = {}
+        for i in range(layers):
+            for m in modules:
+                in_f, out_f = shapes[m]
+                base = f"{prefix}.{i}.self_attn.{m}"
+                tensors[f"{base}.lora_A.weight"] = torch.randn(r, in_f, generator=g) * 0.01
+                tensors[f"{base}.lora_B.weight"] = torch.randn(out_f, r, generator=g) * 0.01
+    save_file(tensors, str(folder / "adapter_model.safetensors"))
+    if card is not None:
+        (folder / "README.md").write_text(card)
+    return folder

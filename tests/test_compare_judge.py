@@ -1,0 +1,125 @@
+"""Stages 5–6 (compare, judge): DriftScore as defined in DESIGN.md, policy validation."""
+
+from __future__ import annotations
+
+import pytest
+
+from auditor.compare import compare_metrics, drift_score
+from auditor.errors import AuditInputError
+from auditor.judge import judge, load_policy
+from auditor.plan import load_suite
+from auditor.records import AdapterInfo, Score
+
+METRICS = list(load_suite("smoke").all_metrics)
+
+
+def _scores(suite, values_by_variant):
+    out = []
+    for it in suite.items:
+        for v in ("base", "adapter"):
+            vals, detail = values_by_variant[v](it)
+            out.append(Score(it.id, v, vals, detail))
+    return out
+
+
+def _ifeval_vals(strict_list):
+    n = len(strict_list)
+    return ({"prompt_level_strict_acc": float(all(strict_list)), "inst_level_strict_acc": sum(strict_list) / n,
+             "prompt_level_loose_acc": float(all(strict_list)), "inst_level_loose_acc": sum(strict_list) / n},
+            {"n_instructions": n})
+
+
+def _suite_and_comparisons(base_math: int, adapter_math: int, base_if: int, adapter_if: int):
+    suite = load_suite("smoke", limit=4)
+
+    def make(math_ok, if_ok):
+        def f(it):
+            k = int(it.id.split("/")[1][-2:])
+            if it.capability == "math":
+                return {"numeric_match": float(k <= math_ok)}, {}
+            if it.capability == "over_refusal":
+                return {"refusal_rate": 0.0}, {}
+            return _ifeval_vals([k <= if_ok, True])
+        return f
+
+    scores = _scores(suite, {"base": make(base_math, base_if), "adapter": make(adapter_math, adapter_if)})
+    return suite, compare_metrics(suite, scores)
+
+
+def test_deltas_points_and_relative():
+    _, comps = _suite_and_comparisons(1, 3, 2, 2)
+    m = next(c for c in comps if c.metric == "math.numeric_match")
+    assert (m.base, m.adapter) == (0.25, 0.75)
+    assert m.delta_pts == pytest.approx(50.0) and m.rel_delta_pct == pytest.approx(200.0)
+
+
+def test_inst_level_is_weighted_over_instructions():
+    suite = load_suite("smoke", limit=2, only=("ifeval",))
+    one = lambda it: _ifeval_vals([False]) if it.id.endswith("01") else _ifeval_vals([True, True, True])
+    comps = compare_metrics(suite, _scores(suite, {"base": one, "adapter": one}))
+    ila = next(c for c in comps if c.metric == "ifeval.inst_level_strict_acc")
+    assert ila.base == pytest.approx(3 / 4)  # 3 of 4 instructions, not mean(0, 1) = 0.5
+
+
+def test_drift_score_definition_seed003_shape():
+    # labelled "instruction": IFEval PLA falls, math NM rises → large positive DriftScore
+    _, comps = _suite_and_comparisons(base_math=0, adapter_math=3, base_if=2, adapter_if=1)
+    d = drift_score(comps, "instruction", "--label", "ifeval.prompt_level_strict_acc", ["math.numeric_match"], 15)
+    assert d.target_gain_pts == pytest.approx(-25.0)
+    assert d.off_target_gain_pts == pytest.approx(75.0)
+    assert d.drift_score_pts == pytest.approx(100.0) and d.mismatch
+    ok = drift_score(comps, "math", "card", "math.numeric_match", ["ifeval.prompt_level_strict_acc"], 15)
+    assert ok.drift_score_pts == pytest.approx(-25.0 - 75.0) and not ok.mismatch
+
+
+def _adapter(warnings=()):
+    return AdapterInfo("a", "a/w", "0" * 64, "LORA", 8, 16, ["q_proj"], {}, 2, 10, "x", None, 1, list(warnings))
+
+
+def test_judge_fails_on_drop_and_mismatch_and_passes_otherwise():
+    policy = load_policy(None, METRICS)
+    _, comps = _suite_and_comparisons(base_math=0, adapter_math=3, base_if=2, adapter_if=1)
+    d = drift_score(comps, "instruction", "--label", "ifeval.prompt_level_strict_acc", ["math.numeric_match"], 15)
+    v = judge(policy, comps, d, _adapter())
+    assert v.verdict == "fail"
+    failing = {r.rule for r in v.failing}
+    # PLA strict −25 points; ILA strict −12.5 (1 of 8 instructions); both beyond the 10-point limit
+    assert failing == {"ifeval.prompt_level_strict_acc: max drop", "ifeval.inst_level_strict_acc: max drop",
+                       "nominal label: DriftScore"}
+    _, same = _suite_and_comparisons(2, 2, 2, 2)
+    d2 = drift_score(same, "math", "card", "math.numeric_match", ["ifeval.prompt_level_strict_acc"], 15)
+    assert judge(policy, same, d2, _adapter()).verdict == "pass"
+
+
+def test_base_mismatch_is_a_warning_by_default():
+    policy = load_policy(None, METRICS)
+    _, same = _suite_and_comparisons(2, 2, 2, 2)
+    d = drift_score(same, None, "none", None, [], 15)
+    v = judge(policy, same, d, _adapter(["adapter declares base 'a' but is audited on 'b'"]))
+    assert v.verdict == "pass"
+    assert {r.outcome for r in v.rules if r.rule == "declared base matches"} == {"warn"}
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("version: 1\nmetrics:\n  math.numeric_match: {max_dorp_pts: 5}\n",
+     "metrics.math.numeric_match.max_dorp_pts (line 3): unknown key 'max_dorp_pts'"),
+    ("version: 1\nmetrics:\n  math.numeric_match: {max_drop_pts: ten}\n",
+     "metrics.math.numeric_match.max_drop_pts (line 3): 'ten' is not of type 'number'"),
+    ("version: 1\nmetrics:\n  math.numeric_match: {max_drop_pts: 500}\n", "500 is greater than the maximum of 100"),
+    ("version: 1\nlabels:\n  instruction: {off_target: [math.numeric_match]}\n", "'target' is a required property"),
+    ("version: 1\nmetrics:\n  math.numerc_match: {max_drop_pts: 5}\n", "unknown metric 'math.numerc_match'"),
+    ("version: 1\na: &a [1, 2]\nb: *a\n", "YAML aliases"),
+    ("version: 1\nmetrics: [\n", "invalid YAML"),
+    ("- 1\n- 2\n", "must be a YAML mapping"),
+])
+def test_invalid_policy_names_key_path(tmp_path, text, needle):
+    p = tmp_path / "policy.yaml"
+    p.write_text(text)
+    with pytest.raises(AuditInputError) as e:
+        load_policy(p, METRICS)
+    assert needle in e.value.one_line() and str(p) in e.value.one_line()
+
+
+def test_default_policy_is_valid():
+    p = load_policy(None, METRICS)
+    assert p.labels["instruction"]["target"] == "ifeval.prompt_level_strict_acc"

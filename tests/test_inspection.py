@@ -1,0 +1,132 @@
+"""Stage 1 (inspect): real adapters pass, broken ones fail with one clear line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from auditor.errors import AuditInputError
+from auditor.inspection import inspect_adapter, preflight_adapter, read_model_card_label
+from conftest import MEDICAL, write_adapter
+
+
+def test_third_party_adapter_inspects_with_base_mismatch_warning(base_model):
+    info = inspect_adapter(MEDICAL, base_model.path, base_model.name)
+    assert info.r == 16 and info.lora_alpha == 32
+    assert info.n_tensors == 120 and info.matched_modules == 60
+    assert set(info.ranks.values()) == {16}
+    assert sorted(info.target_modules) == ["q_proj", "v_proj"]
+    assert info.declared_base == "HuggingFaceTB/SmolLM-135M-Instruct"
+    assert any("declares base" in w for w in info.warnings)
+    assert len(info.sha256) == 64
+
+
+def test_weights_file_argument_is_accepted(base_model):
+    info = inspect_adapter(MEDICAL / "adapter_model.safetensors", base_model.path, base_model.name)
+    assert info.matched_modules == 60
+
+
+def test_built_adapter_matches_base_without_warning(tmp_path, base_model):
+    a = write_adapter(tmp_path / "a", r=4)
+    info = inspect_adapter(a, base_model.path, base_model.name)
+    assert info.warnings == [] and info.max_rank == 4 and info.matched_modules == 60
+
+
+def _fault(tmp_path, base_model, **kw) -> str:
+    a = write_adapter(tmp_path / "bad", **kw)
+    with pytest.raises(AuditInputError) as e:
+        inspect_adapter(a, base_model.path, base_model.name)
+    return e.value.one_line()
+
+
+def test_missing_config(tmp_path, base_model):
+    a = write_adapter(tmp_path / "a")
+    (a / "adapter_config.json").unlink()
+    with pytest.raises(AuditInputError, match="adapter_config.json: missing"):
+        preflight_adapter(a)
+
+
+def test_invalid_config_json_names_line(tmp_path):
+    a = write_adapter(tmp_path / "a")
+    (a / "adapter_config.json").write_text('{"peft_type": "LORA",\n "r": }')
+    with pytest.raises(AuditInputError, match=r"invalid JSON.*line 2"):
+        preflight_adapter(a)
+
+
+def test_not_lora(tmp_path, base_model):
+    msg = _fault(tmp_path, base_model, config={"peft_type": "PREFIX_TUNING"})
+    assert "only LORA" in msg
+
+
+def test_not_a_peft_config(tmp_path):
+    a = write_adapter(tmp_path / "a")
+    (a / "adapter_config.json").write_text(json.dumps({"lora_parameters": {"rank": 8}, "num_layers": 16}))
+    with pytest.raises(AuditInputError, match="not a PEFT config"):
+        preflight_adapter(a)
+
+
+def test_target_module_the_base_lacks(tmp_path, base_model):
+    msg = _fault(tmp_path, base_model, config={"target_modules": ["c_attn", "q_proj"]})
+    assert "['c_attn']" in msg and "do not exist in the base" in msg
+
+
+def test_shapes_that_do_not_fit(tmp_path, base_model):
+    t = {"base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight": torch.zeros(4, 768),
+         "base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight": torch.zeros(768, 4)}
+    msg = _fault(tmp_path, base_model, tensors=t)
+    assert "do not fit the base" in msg and "in=576" in msg
+
+
+def test_tensor_names_missing_inner_model_prefix(tmp_path, base_model):
+    msg = _fault(tmp_path, base_model, prefix="base_model.model.layers")
+    assert "60 of 60 adapted modules match no module" in msg
+
+
+def test_pickle_renamed_to_safetensors(tmp_path):
+    a = write_adapter(tmp_path / "a")
+    (a / "adapter_model.safetensors").write_bytes(b"PK\x03\x04" + b"\0" * 100)
+    with pytest.raises(AuditInputError, match="never unpickled"):
+        preflight_adapter(a)
+
+
+def test_lfs_pointer(tmp_path):
+    a = write_adapter(tmp_path / "a")
+    (a / "adapter_model.safetensors").write_text(
+        "version https://git-lfs.github.com/spec/v1\noid sha256:abc\nsize 123\n")
+    with pytest.raises(AuditInputError, match="LFS pointer, weights not downloaded"):
+        preflight_adapter(a)
+
+
+def test_truncated_safetensors(tmp_path):
+    a = write_adapter(tmp_path / "a")
+    w = a / "adapter_model.safetensors"
+    w.write_bytes(w.read_bytes()[:1000])
+    with pytest.raises(AuditInputError, match="unreadable safetensors"):
+        preflight_adapter(a)
+
+
+def test_nan_values(tmp_path, base_model):
+    a = write_adapter(tmp_path / "a")
+    from safetensors.torch import load_file, save_file
+
+    t = load_file(str(a / "adapter_model.safetensors"))
+    k = sorted(t)[3]
+    t[k][0, 0] = float("nan")
+    save_file(t, str(a / "adapter_model.safetensors"))
+    with pytest.raises(AuditInputError, match="NaN or Inf"):
+        inspect_adapter(a, base_model.path, base_model.name)
+
+
+def test_bin_only_folder_refused(tmp_path):
+    (tmp_path / "adapter_model.bin").write_bytes(b"PK\x03\x04")
+    with pytest.raises(AuditInputError, match="pickle .bin adapter refused"):
+        preflight_adapter(tmp_path)
+
+
+def test_nominal_label_from_model_card(tmp_path):
+    a = write_adapter(tmp_path / "a", card="---\nbase_model: x\nnominal_label: math\n---\n# card\n")
+    assert read_model_card_label(a) == "math"
+    (a / "README.md").write_text("no front matter")
+    assert read_model_card_label(a) is None

@@ -1,0 +1,65 @@
+"""Stage 2 (plan): the smoke suite is data, complete and well formed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from auditor.errors import AuditInputError
+from auditor.plan import load_suite, plan_requests
+from auditor.score import SCORER_METRICS
+
+
+def test_smoke_suite_has_20_plus_items_per_capability():
+    s = load_suite("smoke")
+    assert [c.name for c in s.capabilities] == ["math", "over_refusal", "ifeval"]
+    assert [c.group for c in s.capabilities] == ["CAN", "WILL", "HOW"]
+    for c in s.capabilities:
+        assert sum(i.capability == c.name for i in s.items) >= 20
+    assert len({i.id for i in s.items}) == len(s.items)
+
+
+def test_ifeval_items_use_registered_instructions():
+    from lm_eval.tasks.ifeval.instructions_registry import INSTRUCTION_DICT
+
+    for it in load_suite("smoke", only=("ifeval",)).items:
+        ids = it.target["instruction_id_list"]
+        assert ids and all(i in INSTRUCTION_DICT for i in ids)
+        assert len(it.target["kwargs"]) == len(ids)
+
+
+def test_limit_only_and_requests():
+    s = load_suite("smoke", limit=2, only=("math",))
+    assert [i.id for i in s.items] == ["math/m01", "math/m02"]
+    assert "ifeval.prompt_level_strict_acc" in s.all_metrics
+    reqs = plan_requests(s)
+    assert [(r.item.id, r.variant) for r in reqs][:2] == [("math/m01", "base"), ("math/m01", "adapter")]
+
+
+def test_unknown_preset_and_capability():
+    with pytest.raises(AuditInputError, match="unknown suite 'nope'"):
+        load_suite("nope")
+    with pytest.raises(AuditInputError, match="not in suite"):
+        load_suite("smoke", only=("poetry",))
+
+
+def test_bad_manifest_names_key_path(tmp_path):
+    m = tmp_path / "s.yaml"
+    m.write_text("name: x\nversion: 1\ncapabilities:\n  - {name: math, group: CAN, source: a.jsonl, "
+                 "scorer: numeric_match, max_new_tokens: 0}\n")
+    with pytest.raises(AuditInputError, match=r"capabilities.0.max_new_tokens"):
+        load_suite(str(m))
+
+
+def test_bad_item_line_named(tmp_path):
+    (tmp_path / "a.jsonl").write_text(json.dumps({"id": 1, "question": "q", "answer": 1}) + "\n{oops\n")
+    m = tmp_path / "s.yaml"
+    m.write_text("name: x\nversion: 1\ncapabilities:\n  - {name: math, group: CAN, source: a.jsonl, "
+                 "scorer: numeric_match, prompt_template: '{question}', max_new_tokens: 8}\n")
+    with pytest.raises(AuditInputError, match="line 2: invalid JSON"):
+        load_suite(str(m))
+
+
+def test_every_scorer_declares_metrics():
+    assert all(SCORER_METRICS[k] for k in SCORER_METRICS)
