@@ -1,0 +1,89 @@
+"""The `audit` command: bad input gets one line and exit code 2, end-to-end runs on the real model."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from conftest import AUDIT, DEMO_ADAPTERS, MEDICAL, ROOT, write_adapter
+
+
+def audit(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
+    return subprocess.run([*AUDIT, *map(str, args)], capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess, *needles: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    for n in needles:
+        assert n in lines[0]
+
+
+def test_missing_adapter(tmp_path):
+    assert_one_line_error(audit(tmp_path / "nope", "--out", tmp_path / "o"), "nope", "no such file")
+    assert not (tmp_path / "o").exists()
+
+
+def test_pickle_adapter_is_refused(tmp_path):
+    a = write_adapter(tmp_path / "a")
+    (a / "adapter_model.safetensors").write_bytes(b"PK\x03\x04" + b"\0" * 64)
+    assert_one_line_error(audit(a, "--out", tmp_path / "o"), "adapter_model.safetensors", "never unpickled")
+
+
+def test_policy_typo_names_key_path(tmp_path):
+    a = write_adapter(tmp_path / "a")
+    p = tmp_path / "p.yaml"
+    p.write_text("version: 1\nmetrics:\n  math.numeric_match:\n    max_dorp_pts: 3\n")
+    assert_one_line_error(audit(a, "--policy", p, "--out", tmp_path / "o"), str(p),
+                          "metrics.math.numeric_match.max_dorp_pts (line 4)")
+
+
+def test_usage_errors_are_one_line(tmp_path):
+    assert_one_line_error(audit(MEDICAL, "--limit", "0"), "--limit")
+    assert_one_line_error(audit(MEDICAL, "--capability", "poetry"), "poetry")
+    assert_one_line_error(audit("report", tmp_path / "missing.json", "--out", tmp_path), "missing.json")
+
+
+@pytest.mark.slow
+def test_math_adapter_raises_numeric_match_end_to_end(tmp_path):
+    out = tmp_path / "math"
+    proc = audit(DEMO_ADAPTERS / "math-arith-r8", "--capability", "math", "--limit", "12", "--out", out)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["junit.xml", "report.html", "results.json", "summary.md"]
+    r = json.loads((out / "results.json").read_text())
+    (nm,) = [c for c in r["comparisons"] if c["metric"] == "math.numeric_match"]
+    assert nm["n_items"] == 12 and nm["delta_pts"] > 0
+    assert r["drift"]["label"] == "math" and r["drift"]["label_source"] == "model card"
+    # every number is recomputable from the stored items
+    adapter_nm = sum(i["adapter"]["scores"]["numeric_match"] for i in r["items"]) / 12
+    assert adapter_nm == pytest.approx(nm["adapter"])
+    assert len(r["adapter"]["sha256"]) == 64 and r["run"]["backend"] == "hf"
+
+
+@pytest.mark.slow
+def test_mislabelled_adapter_is_a_label_mismatch(tmp_path):
+    out = tmp_path / "terse"
+    proc = audit(DEMO_ADAPTERS / "terse-instruct-r8", "--limit", "8", "--out", out)
+    assert proc.returncode == 1, proc.stderr
+    r = json.loads((out / "results.json").read_text())
+    d = r["drift"]
+    assert d["label"] == "instruction" and d["target_metric"] == "ifeval.prompt_level_strict_acc"
+    assert d["mismatch"] and d["drift_score_pts"] > 15
+    assert d["drift_score_pts"] == pytest.approx(d["off_target_gain_pts"] - d["target_gain_pts"])
+    html = (out / "report.html").read_text()
+    assert "label mismatch" in html and "DriftScore" in html and "Verdict: FAIL" in html
+
+
+@pytest.mark.slow
+def test_third_party_adapter_audits_with_base_mismatch_warning(tmp_path):
+    out = tmp_path / "med"
+    proc = audit(MEDICAL / "adapter_model.safetensors", "--limit", "2", "--out", out)
+    assert proc.returncode in (0, 1), proc.stderr
+    r = json.loads((out / "results.json").read_text())
+    assert any("SmolLM-135M-Instruct" in w for w in r["verdict"]["warnings"])
+    assert [x["outcome"] for x in r["verdict"]["rules"] if x["rule"] == "declared base matches"] == ["warn"]
+    assert "declares base" in (out / "report.html").read_text()
