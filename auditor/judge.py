@@ -182,22 +182,17 @@ def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResul
                                      f"capability {metric.split('.')[0]} was not part of this run"))
             continue
         c = by[metric]
-        drop = -c.delta_pts
-        if "max_drop_pts" in lim:
-            ok = drop <= lim["max_drop_pts"] + 1e-9
+        # (policy key, rule name, movement in the limited direction, verb)
+        for key, kind, moved, verb in (("max_drop_pts", "drop", -c.delta_pts, "dropped"),
+                                       ("max_rise_pts", "rise", c.delta_pts, "rose")):
+            if key not in lim:
+                continue
+            ok = moved <= lim[key] + 1e-9
             rules.append(RuleOutcome(
-                f"{metric}: max drop", "pass" if ok else "fail",
-                f"{metric} {'dropped' if drop > 0 else 'changed'} by {abs(c.delta_pts):.1f} points "
-                f"({100 * c.base:.1f} → {100 * c.adapter:.1f}); limit {lim['max_drop_pts']:g} points drop",
-                value=round(drop, 6), limit=lim["max_drop_pts"]))
-        if "max_rise_pts" in lim:
-            rise = c.delta_pts
-            ok = rise <= lim["max_rise_pts"] + 1e-9
-            rules.append(RuleOutcome(
-                f"{metric}: max rise", "pass" if ok else "fail",
-                f"{metric} {'rose' if rise > 0 else 'changed'} by {abs(rise):.1f} points "
-                f"({100 * c.base:.1f} → {100 * c.adapter:.1f}); limit {lim['max_rise_pts']:g} points rise",
-                value=round(rise, 6), limit=lim["max_rise_pts"]))
+                f"{metric}: max {kind}", "pass" if ok else "fail",
+                f"{metric} {verb if moved > 0 else 'changed'} by {abs(c.delta_pts):.1f} points "
+                f"({100 * c.base:.1f} → {100 * c.adapter:.1f}); limit {lim[key]:g} points {kind}",
+                value=round(moved, 6), limit=lim[key]))
 
     d = policy.drift
     if drift.label is None:
