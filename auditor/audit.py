@@ -51,7 +51,7 @@ class AuditOptions:
     label: str | None = None
     limit: int | None = None
     capabilities: tuple[str, ...] = ()
-    batch_size: int = 16
+    batch_size: int = 24
     dtype: str = "float32"
 
 

@@ -73,7 +73,8 @@ def _print_summary(results: dict) -> None:
               help="Run only this capability of the suite (repeatable), e.g. --capability math.")
 @click.option("--out", "out", type=click.Path(path_type=Path), default=Path("audit-report"), show_default=True,
               help="Report folder.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True)
+@click.option("--batch-size", type=click.IntRange(min=1), default=24, show_default=True,
+              help="Prompts per generate call (same batches for base and adapter).")
 def run_cmd(adapter: str, base: str | None, policy: str | None, suite: str, label: str | None, limit: int | None,
             capabilities: tuple[str, ...], out: Path, batch_size: int) -> None:
     """Audit ADAPTER (a PEFT adapter folder or its adapter_model.safetensors)."""

@@ -55,7 +55,7 @@ class HFBackend:
 
     name = "hf"
 
-    def __init__(self, base_path: Path, adapter_path: Path | None, batch_size: int = 16, dtype: str = "float32"):
+    def __init__(self, base_path: Path, adapter_path: Path | None, batch_size: int = 24, dtype: str = "float32"):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from transformers.utils import logging as hf_logging

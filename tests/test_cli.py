@@ -67,7 +67,7 @@ def test_math_adapter_raises_numeric_match_end_to_end(tmp_path):
 @pytest.mark.slow
 def test_mislabelled_adapter_is_a_label_mismatch(tmp_path):
     out = tmp_path / "terse"
-    proc = audit(DEMO_ADAPTERS / "terse-instruct-r8", "--limit", "8", "--out", out)
+    proc = audit(DEMO_ADAPTERS / "terse-instruct-r8", "--capability", "math", "--capability", "ifeval", "--out", out)
     assert proc.returncode == 1, proc.stderr
     r = json.loads((out / "results.json").read_text())
     d = r["drift"]
