@@ -183,14 +183,14 @@ def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResul
             continue
         c = by[metric]
         # (policy key, rule name, movement in the limited direction, verb)
-        for key, kind, moved, verb in (("max_drop_pts", "drop", -c.delta_pts, "dropped"),
-                                       ("max_rise_pts", "rise", c.delta_pts, "rose")):
+        verb = "rose" if c.delta_pts > 0 else "dropped" if c.delta_pts < 0 else "changed"
+        for key, kind, moved in (("max_drop_pts", "drop", -c.delta_pts), ("max_rise_pts", "rise", c.delta_pts)):
             if key not in lim:
                 continue
             ok = moved <= lim[key] + 1e-9
             rules.append(RuleOutcome(
                 f"{metric}: max {kind}", "pass" if ok else "fail",
-                f"{metric} {verb if moved > 0 else 'changed'} by {abs(c.delta_pts):.1f} points "
+                f"{metric} {verb} by {abs(c.delta_pts):.1f} points "
                 f"({100 * c.base:.1f} → {100 * c.adapter:.1f}); limit {lim[key]:g} points {kind}",
                 value=round(moved, 6), limit=lim[key]))
 
