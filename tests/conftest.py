@@ -12,7 +12,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
+# test data (real benchmark files, third-party adapters) lives in shared/ beside the clone
+SHARED = Path(os.environ.get("AUDITOR_SHARED_DIR", ROOT.parent / "shared"))
+if not (SHARED / "adapters").is_dir():
+    raise RuntimeError(f"test data folder {SHARED} not found: put shared/ beside the clone or set AUDITOR_SHARED_DIR")
 MEDICAL = SHARED / "adapters" / "smollm-medical-flashcards-ckpt500"
 DEMO_ADAPTERS = ROOT / "examples" / "adapters"
 AUDIT = [sys.executable, "-m", "auditor.cli"]

@@ -10,7 +10,7 @@ import pytest
 from conftest import AUDIT, DEMO_ADAPTERS, MEDICAL, ROOT, write_adapter
 
 
-def audit(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
+def audit(*args: str, timeout: int = 1800) -> subprocess.CompletedProcess:
     return subprocess.run([*AUDIT, *map(str, args)], capture_output=True, text=True, cwd=ROOT, timeout=timeout)
 
 
