@@ -72,9 +72,10 @@ def run_audit(opts: AuditOptions, log: Any = print) -> dict[str, Any]:
             ensure_punkt()
         except PunktDataError as e:
             raise AuditInputError("nltk punkt_tab", str(e)) from None
-    log(f"base: resolving {opts.base or 'embedded default (SmolLM2-135M-Instruct)'}")
     base = resolve_base(opts.base)
     adapter = inspect_adapter(opts.adapter, base.path, base.name)
+    log(f"base: {base.name} ({base.source}); adapter: {adapter.path} (LoRA r={adapter.r}, "
+        f"{adapter.matched_modules} modules)")
     for w in adapter.warnings:
         log(f"[yellow]warning:[/] {w}")
 

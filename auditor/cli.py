@@ -24,6 +24,8 @@ class _DefaultToRun(click.Group):
     """``audit ADAPTER ...`` is short for ``audit run ADAPTER ...``."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args:
+            raise click.UsageError("missing ADAPTER argument")
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
             args = ["run", *args]
         return super().parse_args(ctx, args)
@@ -79,7 +81,9 @@ def run_cmd(adapter: str, base: str | None, policy: str | None, suite: str, labe
             capabilities: tuple[str, ...], out: Path, batch_size: int) -> None:
     """Audit ADAPTER (a PEFT adapter folder or its adapter_model.safetensors)."""
     from .audit import AuditOptions, run_audit
-    from .report import write_reports
+    from .report import check_out_dir, write_reports
+
+    check_out_dir(out)
 
     results = run_audit(AuditOptions(adapter=adapter, base=base, policy=policy, suite=suite, label=label,
                                      limit=limit, capabilities=capabilities, batch_size=batch_size),
@@ -98,7 +102,12 @@ def report_cmd(results_json: Path, out: Path) -> None:
     from .report import load_results, write_reports
 
     results = load_results(results_json)
-    write_reports(results, out)
+    try:
+        write_reports(results, out)
+    except AuditInputError as e:
+        if e.path == "results":
+            raise AuditInputError(results_json, e.fault) from None
+        raise
     _print_summary(results)
     sys.exit(EXIT_PASS if results["verdict"]["verdict"] == "pass" else EXIT_POLICY_FAIL)
 

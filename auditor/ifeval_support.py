@@ -75,6 +75,15 @@ def _lm_eval_ifeval() -> Any:
     return utils
 
 
+@functools.lru_cache(maxsize=1)
+def known_instruction_ids() -> frozenset[str]:
+    """Instruction ids of the reference IFEval registry (lm-evaluation-harness)."""
+    ensure_punkt()  # lm-eval's ifeval package looks for punkt_tab (and would download it) on import
+    from lm_eval.tasks.ifeval.instructions_registry import INSTRUCTION_DICT
+
+    return frozenset(INSTRUCTION_DICT)
+
+
 def ifeval_results(target: dict[str, Any], prompt: str, response: str) -> dict[str, Any]:
     """Run the reference strict and loose checks for one response.
 

@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import yaml
 
 from .errors import AuditInputError
@@ -27,6 +28,28 @@ from .records import AdapterInfo, AdapterTensor
 WEIGHTS_NAME = "adapter_model.safetensors"
 CONFIG_NAME = "adapter_config.json"
 PEFT_PREFIX = "base_model.model."
+# the keys of PEFT's LoraConfig that inspection and the backends rely on; others are ignored
+LORA_CONFIG_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "r": {"type": "integer", "minimum": 1},
+        "lora_alpha": {"type": "number", "exclusiveMinimum": 0},
+        "target_modules": {"anyOf": [{"type": "string", "minLength": 1},
+                                     {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}}]},
+        "lora_dropout": {"type": "number", "minimum": 0, "maximum": 1},
+        "bias": {"enum": ["none", "all", "lora_only"]},
+        "task_type": {"enum": [None, "CAUSAL_LM"]},
+        "use_dora": {"type": "boolean"},
+        "use_rslora": {"type": "boolean"},
+        "fan_in_fan_out": {"type": "boolean"},
+        "rank_pattern": {"type": ["object", "null"], "additionalProperties": {"type": "integer", "minimum": 1}},
+        "alpha_pattern": {"type": ["object", "null"], "additionalProperties": {"type": "number", "exclusiveMinimum": 0}},
+        "layers_to_transform": {"type": ["null", "integer", "array"], "items": {"type": "integer", "minimum": 0}},
+        "layers_pattern": {"type": ["null", "string", "array"]},
+        "modules_to_save": {"type": ["null", "array"]},
+        "base_model_name_or_path": {"type": ["null", "string"]},
+    },
+}
 _LORA_RE = re.compile(r"^(?P<module>.+)\.(?P<kind>lora_A|lora_B)(?:\.[^.]+)?\.weight$")
 
 
@@ -56,22 +79,51 @@ def _read_config(folder: Path) -> dict[str, Any]:
     cfg_path = folder / CONFIG_NAME
     if not cfg_path.is_file():
         raise AuditInputError(cfg_path, "missing; a PEFT adapter folder needs adapter_config.json next to the weights")
-    try:
-        cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise AuditInputError(cfg_path, "not UTF-8 text") from None
-    except json.JSONDecodeError as e:
-        raise AuditInputError(cfg_path, f"invalid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    cfg = read_json_strict(cfg_path)
     if not isinstance(cfg, dict):
         raise AuditInputError(cfg_path, "must be a JSON object")
     if "peft_type" not in cfg:
         raise AuditInputError(cfg_path, "not a PEFT config (no peft_type key)")
-    if str(cfg["peft_type"]).upper() != "LORA":
+    if cfg["peft_type"] != "LORA":
         raise AuditInputError(cfg_path, f"peft_type is {cfg['peft_type']!r}; only LORA adapters can be audited")
     for key in ("r", "target_modules"):
         if key not in cfg:
             raise AuditInputError(cfg_path, f"missing required key {key!r}")
+    errors = sorted(jsonschema.Draft202012Validator(LORA_CONFIG_SCHEMA).iter_errors(cfg), key=lambda e: str(e.path))
+    if errors:
+        listed = "; ".join(f"{'.'.join(map(str, e.absolute_path)) or '(top)'}: {e.message}" for e in errors[:5])
+        raise AuditInputError(cfg_path, f"invalid LoRA config: {listed}")
+    if isinstance(cfg["target_modules"], str) and cfg["target_modules"] != "all-linear":
+        try:
+            re.compile(cfg["target_modules"])
+        except re.error as e:
+            raise AuditInputError(cfg_path, f"target_modules is not a valid regex: {e}") from None
+    if cfg.get("use_dora"):
+        raise AuditInputError(cfg_path, "use_dora: DoRA adapters are not supported yet")
     return cfg
+
+
+def read_json_strict(path: Path) -> Any:
+    """Parse a JSON file; NaN/Infinity literals, non-UTF-8 and absurd nesting are input faults.
+
+    Raises:
+        AuditInputError: naming the file and the fault.
+    """
+    def no_constants(name: str) -> Any:
+        raise ValueError(f"non-standard JSON constant {name}")
+
+    try:
+        return json.loads(path.read_text(encoding="utf-8"), parse_constant=no_constants)
+    except UnicodeDecodeError:
+        raise AuditInputError(path, "not UTF-8 text") from None
+    except json.JSONDecodeError as e:
+        raise AuditInputError(path, f"invalid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    except ValueError as e:
+        raise AuditInputError(path, f"invalid JSON: {e}") from None
+    except RecursionError:
+        raise AuditInputError(path, "JSON nested too deeply") from None
+    except OSError as e:
+        raise AuditInputError(path, f"cannot read: {e.strerror or e}") from None
 
 
 def _check_magic(weights: Path) -> None:
@@ -177,6 +229,22 @@ def preflight_adapter(arg: str | Path) -> tuple[Path, Path, dict[str, Any], list
     return folder, weights, cfg, _read_tensors(weights)
 
 
+def _targeted(name: str, targets: Any) -> bool:
+    if targets == "all-linear":
+        return not name.endswith("lm_head")
+    if isinstance(targets, str):
+        return re.fullmatch(targets, name) is not None
+    return any(name == t or name.endswith("." + t) for t in targets)
+
+
+def _expected_rank(name: str, cfg: dict[str, Any]) -> int:
+    """Rank PEFT gives a module: the first matching ``rank_pattern`` key, else ``r``."""
+    for key, rank in (cfg.get("rank_pattern") or {}).items():
+        if re.match(rf"(.*\.)?({key})$", name):
+            return int(rank)
+    return int(cfg["r"])
+
+
 def _target_present(target: str, modules: list[str]) -> bool:
     return any(m == target or m.endswith("." + target) for m in modules)
 
@@ -203,7 +271,9 @@ def inspect_adapter(arg: str | Path, base_path: Path, base_name: str) -> Adapter
     base_modules = list(base_shapes)
 
     targets = cfg["target_modules"]
-    if isinstance(targets, str):
+    if targets == "all-linear":  # PEFT shorthand: every linear layer but the output head
+        target_list = ["all-linear"]
+    elif isinstance(targets, str):
         if not any(re.fullmatch(targets, m) for m in base_modules):
             raise AuditInputError(folder / CONFIG_NAME, f"target_modules regex {targets!r} matches no module of the base")
         target_list = [targets]
@@ -237,7 +307,10 @@ def inspect_adapter(arg: str | Path, base_path: Path, base_name: str) -> Adapter
     for module, parts in sorted(lora.items()):
         if set(parts) != {"lora_A", "lora_B"}:
             raise AuditInputError(weights, f"module {module} has {sorted(parts)} but needs both lora_A and lora_B")
-        name = module[len(PEFT_PREFIX):] if module.startswith(PEFT_PREFIX) else module
+        if not module.startswith(PEFT_PREFIX):
+            raise AuditInputError(weights, f"tensor names must start with {PEFT_PREFIX!r} as PEFT saves them "
+                                           f"(found {module}); PEFT would silently load none of them")
+        name = module[len(PEFT_PREFIX):]
         if name not in base_shapes:
             unmatched.append(module)
             continue
@@ -249,6 +322,13 @@ def inspect_adapter(arg: str | Path, base_path: Path, base_name: str) -> Adapter
                 f"shapes of {name} do not fit the base: lora_A {list(a)}, lora_B {list(b)}, "
                 f"base layer in={in_f} out={out_f}",
             )
+        if not _targeted(name, targets):
+            raise AuditInputError(weights, f"tensors for {name}, which target_modules does not name; "
+                                           "PEFT would silently drop them")
+        expected = _expected_rank(name, cfg)
+        if int(a[0]) != expected:
+            raise AuditInputError(weights, f"{name} has rank {a[0]} but the config says {expected} "
+                                           "(r / rank_pattern); PEFT cannot load it")
         ranks[name] = int(a[0])
     if unmatched:
         raise AuditInputError(

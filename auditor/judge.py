@@ -8,6 +8,7 @@ its reason; the verdict is ``fail`` if any rule fails, else ``pass``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,38 @@ def _line_of(node: yaml.Node | None, path: list[Any]) -> int | None:
     return line
 
 
+def _duplicate_key(node: yaml.Node | None) -> tuple[str, int] | None:
+    """First key that appears twice in one mapping (YAML keeps the last silently)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, yaml.MappingNode):
+            seen: set[str] = set()
+            for k, v in n.value:
+                if k.value in seen:
+                    return str(k.value), k.start_mark.line + 1
+                seen.add(k.value)
+                stack.append(v)
+        elif isinstance(n, yaml.SequenceNode):
+            stack.extend(n.value)
+    return None
+
+
+def _non_finite(obj: Any, path: str = "") -> str | None:
+    """Key path of the first NaN/inf number (JSON Schema's "number" admits them)."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return path or "(top level)"
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if (hit := _non_finite(v, f"{path}.{k}" if path else str(k))):
+                return hit
+    if isinstance(obj, list):
+        for i, v in enumerate(obj):
+            if (hit := _non_finite(v, f"{path}.{i}")):
+                return hit
+    return None
+
+
 def load_policy(path: str | Path | None, metric_names: list[str]) -> Policy:
     """Load and validate a policy.
 
@@ -132,11 +165,19 @@ def load_policy(path: str | Path | None, metric_names: list[str]) -> Policy:
             raise AuditInputError(p, "YAML aliases (*name) are not allowed in a policy")
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         raw = yaml.safe_load(text)
+    except RecursionError:
+        raise AuditInputError(p, "YAML nested too deeply") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         raise AuditInputError(p, f"invalid YAML{f' at line {mark.line + 1}' if mark else ''}") from None
     if not isinstance(raw, dict):
         raise AuditInputError(p, "a policy must be a YAML mapping")
+    dup = _duplicate_key(node)
+    if dup:
+        raise AuditInputError(p, f"line {dup[1]}: duplicate key {dup[0]!r}")
+    bad = _non_finite(raw)
+    if bad:
+        raise AuditInputError(p, f"{bad}: limits must be finite numbers")
     errors = sorted(jsonschema.Draft202012Validator(POLICY_SCHEMA).iter_errors(raw), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         e = errors[0]

@@ -82,23 +82,35 @@ class Suite:
 def _load_yaml(path: Path) -> Any:
     try:
         return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise AuditInputError(path, "not UTF-8 text") from None
+    except RecursionError:
+        raise AuditInputError(path, "YAML nested too deeply") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
         raise AuditInputError(path, f"invalid YAML{where}") from None
 
 
-def _item_from_row(cap: dict[str, Any], row: dict[str, Any], src: Path, lineno: int) -> Item:
+def _item_from_row(cap: dict[str, Any], row: Any, src: Path, lineno: int) -> Item:
     template = cap.get("prompt_template", "{prompt}")
+    if not isinstance(row, dict):
+        raise AuditInputError(src, f"line {lineno}: an item must be a JSON object")
     try:
         local_id = str(row.get("id", row.get("key")))
         content = template.format(**row)
-    except (KeyError, IndexError) as e:
+    except KeyError as e:
         raise AuditInputError(src, f"line {lineno}: field {e} needed by the prompt template is missing") from None
+    except (IndexError, ValueError, AttributeError) as e:
+        raise AuditInputError(src, f"line {lineno}: prompt template {template!r} cannot be filled ({e})") from None
     scorer = cap["scorer"]
     if scorer == "numeric_match":
-        target = {"answer": row["answer"]}
+        ans = row.get("answer")
+        if isinstance(ans, bool) or not isinstance(ans, (int, float)):
+            raise AuditInputError(src, f"line {lineno}: numeric_match items need a numeric 'answer'")
+        target = {"answer": ans}
     elif scorer == "ifeval":
+        _check_ifeval_row(row, src, lineno)
         target = {"instruction_id_list": row["instruction_id_list"], "kwargs": row["kwargs"], "prompt": row["prompt"]}
     else:
         target = {}
@@ -110,6 +122,19 @@ def _item_from_row(cap: dict[str, Any], row: dict[str, Any], src: Path, lineno: 
         max_new_tokens=int(cap["max_new_tokens"]),
         target=target,
     )
+
+
+def _check_ifeval_row(row: dict[str, Any], src: Path, lineno: int) -> None:
+    from .ifeval_support import known_instruction_ids
+
+    ids, kwargs = row.get("instruction_id_list"), row.get("kwargs")
+    if not isinstance(row.get("prompt"), str) or not isinstance(ids, list) or not isinstance(kwargs, list) \
+            or len(ids) != len(kwargs) or not ids or not all(isinstance(k, dict) for k in kwargs):
+        raise AuditInputError(src, f"line {lineno}: ifeval items need 'prompt', 'instruction_id_list' and one "
+                                   "'kwargs' object per instruction")
+    unknown = [i for i in ids if i not in known_instruction_ids()]
+    if unknown:
+        raise AuditInputError(src, f"line {lineno}: unknown IFEval instruction ids {unknown}")
 
 
 def load_suite(name_or_path: str, limit: int | None = None, only: tuple[str, ...] = ()) -> Suite:
@@ -152,7 +177,11 @@ def load_suite(name_or_path: str, limit: int | None = None, only: tuple[str, ...
         if not src.is_file():
             raise AuditInputError(src, f"item file of capability {cap['name']!r} not found")
         rows = 0
-        for lineno, line in enumerate(src.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            lines = src.read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError:
+            raise AuditInputError(src, "not UTF-8 text") from None
+        for lineno, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             if limit is not None and rows >= limit:
@@ -161,9 +190,15 @@ def load_suite(name_or_path: str, limit: int | None = None, only: tuple[str, ...
                 row = json.loads(line)
             except json.JSONDecodeError as e:
                 raise AuditInputError(src, f"line {lineno}: invalid JSON ({e.msg})") from None
+            except RecursionError:
+                raise AuditInputError(src, f"line {lineno}: JSON nested too deeply") from None
             items.append(_item_from_row(cap, row, src, lineno))
             rows += 1
+        if rows == 0:
+            raise AuditInputError(src, f"capability {cap['name']!r} has no items")
         caps.append(Capability(cap["name"], cap["group"], cap["scorer"], SCORER_METRICS[cap["scorer"]]))
+    if len(set(names)) != len(names):
+        raise AuditInputError(path, "two capabilities have the same name")
     ids = [i.id for i in items]
     if len(ids) != len(set(ids)):
         raise AuditInputError(path, "duplicate item ids in the suite")

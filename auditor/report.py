@@ -21,6 +21,7 @@ import jinja2
 from .errors import AuditInputError
 
 RESULTS_SCHEMA_VERSION = 1
+REPORT_FILES = ("results.json", "report.html", "summary.md", "junit.xml")
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("auditor", "templates"),
     autoescape=True,
@@ -34,6 +35,7 @@ def _atomic_write(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; reports are meant to be shared
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -114,17 +116,35 @@ def render_junit(results: dict[str, Any]) -> str:
 
 def write_reports(results: dict[str, Any], out: Path) -> dict[str, Path]:
     """Write every output into ``out`` (atomically, file by file); return their paths."""
-    files = {
+    try:
+        rendered = {
         "results.json": json.dumps(results, indent=2, ensure_ascii=False, sort_keys=False) + "\n",
         "report.html": render_html(results),
         "summary.md": render_summary_md(results),
         "junit.xml": render_junit(results),
-    }
+        }
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, jinja2.UndefinedError) as e:
+        raise AuditInputError("results", f"incomplete or invalid results data ({type(e).__name__}: {e})") from None
+    check_out_dir(out)
     paths = {}
-    for name, text in files.items():
+    for name, text in rendered.items():
         _atomic_write(out / name, text)
         paths[name] = out / name
     return paths
+
+
+def check_out_dir(out: Path) -> None:
+    """Refuse an output path that cannot hold the reports, before any work is done.
+
+    Raises:
+        AuditInputError: ``out`` (or a parent) is a file, or a report name in it is a folder.
+    """
+    for p in (out, *out.parents):
+        if p.exists() and not p.is_dir():
+            raise AuditInputError(p, "--out must be a folder, but this is a file")
+    for name in REPORT_FILES:
+        if (out / name).is_dir():
+            raise AuditInputError(out / name, "is a folder; the report file cannot be written")
 
 
 def load_results(path: Path) -> dict[str, Any]:
@@ -139,6 +159,9 @@ def load_results(path: Path) -> dict[str, Any]:
         raise AuditInputError(path, f"cannot read: {e}") from None
     except json.JSONDecodeError as e:
         raise AuditInputError(path, f"invalid JSON: {e.msg} at line {e.lineno}") from None
-    if not isinstance(data, dict) or data.get("schema_version") != RESULTS_SCHEMA_VERSION:
+    except RecursionError:
+        raise AuditInputError(path, "JSON nested too deeply") from None
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if type(version) is not int or version != RESULTS_SCHEMA_VERSION:
         raise AuditInputError(path, f"not an adapter-auditor results.json (schema_version {RESULTS_SCHEMA_VERSION})")
     return data

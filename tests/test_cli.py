@@ -87,3 +87,45 @@ def test_third_party_adapter_audits_with_base_mismatch_warning(tmp_path):
     assert any("SmolLM-135M-Instruct" in w for w in r["verdict"]["warnings"])
     assert [x["outcome"] for x in r["verdict"]["rules"] if x["rule"] == "declared base matches"] == ["warn"]
     assert "declares base" in (out / "report.html").read_text()
+
+
+def test_out_that_is_a_file(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    assert_one_line_error(audit(write_adapter(tmp_path / "a"), "--out", f), str(f), "--out must be a folder")
+
+
+def test_no_arguments():
+    assert_one_line_error(audit(), "missing ADAPTER")
+
+
+def test_report_on_wrong_schema(tmp_path):
+    w = tmp_path / "w.json"
+    w.write_text('{"schema_version": 1, "hello": "world"}')
+    assert_one_line_error(audit("report", w, "--out", tmp_path / "o"), str(w), "incomplete or invalid results")
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("policy,needle", [
+    ("version: 1\nmetrics:\n  math.numeric_match: {max_drop_pts: .nan}\n", "limits must be finite"),
+    ("version: 1\nmetrics:\n  math.numeric_match: {max_drop_pts: 3}\n  math.numeric_match: {max_drop_pts: 90}\n",
+     "line 4: duplicate key 'math.numeric_match'"),
+    ("version: 1\nx: " + "[" * 3000 + "]" * 3000 + "\n", "nested too deeply"),
+])
+def test_policy_values_that_would_change_the_verdict(tmp_path, policy, needle):
+    p = tmp_path / "p.yaml"
+    p.write_text(policy)
+    assert_one_line_error(audit(write_adapter(tmp_path / "a"), "--policy", p, "--out", tmp_path / "o"), needle)
+
+
+@pytest.mark.parametrize("row,needle", [
+    ("[1, 2]", "an item must be a JSON object"),
+    ('{"id": "m1", "question": "q", "answer": "abc"}', "need a numeric 'answer'"),
+])
+def test_bad_suite_items(tmp_path, row, needle):
+    (tmp_path / "items.jsonl").write_text(row + "\n")
+    (tmp_path / "s.yaml").write_text("name: t\nversion: 1\ncapabilities:\n  - {name: math, group: CAN, source: "
+                                     "items.jsonl, scorer: numeric_match, prompt_template: '{question}', "
+                                     "max_new_tokens: 8}\n")
+    proc = audit(write_adapter(tmp_path / "a"), "--suite", tmp_path / "s.yaml", "--out", tmp_path / "o")
+    assert_one_line_error(proc, "items.jsonl", needle)

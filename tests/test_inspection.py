@@ -130,3 +130,44 @@ def test_nominal_label_from_model_card(tmp_path):
     assert read_model_card_label(a) == "math"
     (a / "README.md").write_text("no front matter")
     assert read_model_card_label(a) is None
+
+
+@pytest.mark.parametrize("patch,needle", [
+    ({"r": "eight"}, "invalid LoRA config: r: 'eight' is not of type 'integer'"),
+    ({"r": 0}, "invalid LoRA config: r"),
+    ({"lora_alpha": [16]}, "invalid LoRA config: lora_alpha"),
+    ({"target_modules": "(q_proj"}, "not a valid regex"),
+    ({"peft_type": "lora"}, "only LORA"),
+    ({"task_type": "SEQ_CLS"}, "invalid LoRA config: task_type"),
+    ({"use_dora": True}, "DoRA adapters are not supported"),
+])
+def test_config_values_peft_would_reject(tmp_path, patch, needle):
+    a = write_adapter(tmp_path / "a", config=patch)
+    with pytest.raises(AuditInputError) as e:
+        preflight_adapter(a)
+    assert needle in e.value.one_line()
+
+
+def test_nan_literal_in_config(tmp_path):
+    a = write_adapter(tmp_path / "a")
+    (a / "adapter_config.json").write_text('{"peft_type": "LORA", "r": NaN, "target_modules": ["q_proj"]}')
+    with pytest.raises(AuditInputError, match="non-standard JSON constant NaN"):
+        preflight_adapter(a)
+
+
+def test_names_without_peft_prefix(tmp_path, base_model):
+    assert "must start with 'base_model.model.'" in _fault(tmp_path, base_model, prefix="model.layers")
+
+
+def test_untargeted_module_tensors(tmp_path, base_model):
+    a = write_adapter(tmp_path / "a", modules=("q_proj", "k_proj"), config={"target_modules": ["q_proj"]})
+    with pytest.raises(AuditInputError, match="which target_modules does not name"):
+        inspect_adapter(a, base_model.path, base_model.name)
+
+
+def test_rank_must_match_r_or_rank_pattern(tmp_path, base_model):
+    t = {"base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight": torch.zeros(16, 576),
+         "base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight": torch.zeros(576, 16)}
+    assert "has rank 16 but the config says 4" in _fault(tmp_path, base_model, tensors=t, modules=("q_proj",))
+    ok = write_adapter(tmp_path / "ok", tensors=t, modules=("q_proj",), config={"rank_pattern": {"q_proj": 16}})
+    assert inspect_adapter(ok, base_model.path, base_model.name).max_rank == 16
