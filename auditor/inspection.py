@@ -153,15 +153,24 @@ def _read_tensors(weights: Path) -> list[AdapterTensor]:
     return out
 
 
-def _scan_finite(weights: Path) -> None:
+def _scan_values(weights: Path) -> bool:
+    """Scan every tensor; return True when all ``lora_B`` tensors are zero (the adapter has no effect).
+
+    Raises:
+        AuditInputError: a tensor holds NaN or Inf.
+    """
     import torch
     from safetensors import safe_open
 
+    all_b_zero = True
     with safe_open(str(weights), framework="pt") as f:
         for name in f.keys():
             t = f.get_tensor(name)
             if t.is_floating_point() and not bool(torch.isfinite(t).all()):
                 raise AuditInputError(weights, f"tensor {name} contains NaN or Inf values")
+            if ".lora_B" in name and bool(t.any()):
+                all_b_zero = False
+    return all_b_zero
 
 
 def base_linear_shapes(base_path: Path) -> dict[str, tuple[int, int]]:
@@ -337,9 +346,11 @@ def inspect_adapter(arg: str | Path, base_path: Path, base_name: str) -> Adapter
             f"(e.g. {unmatched[0]}); expected names like {PEFT_PREFIX}{base_modules[0]}",
         )
 
-    _scan_finite(weights)
+    no_effect = _scan_values(weights)
 
     warnings: list[str] = []
+    if no_effect:
+        warnings.append("adapter has no effect: every lora_B tensor is zero (an untrained adapter?)")
     declared = str(cfg.get("base_model_name_or_path") or "")
     if not declared:
         warnings.append("adapter_config.json declares no base_model_name_or_path")
@@ -362,5 +373,6 @@ def inspect_adapter(arg: str | Path, base_path: Path, base_name: str) -> Adapter
         declared_base=declared,
         nominal_label=read_model_card_label(folder),
         matched_modules=len(ranks),
+        no_effect=no_effect,
         warnings=warnings,
     )

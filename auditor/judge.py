@@ -63,6 +63,7 @@ POLICY_SCHEMA: dict[str, Any] = {
             },
         },
         "on_base_mismatch": _ACTION,
+        "on_no_effect": _ACTION,
     },
 }
 
@@ -255,6 +256,9 @@ def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResul
             f"(limit {d['max_drift_score_pts']:g})" + (" — label mismatch" if drift.mismatch else ""),
             value=round(drift.drift_score_pts, 6), limit=d["max_drift_score_pts"]))
 
+    if adapter.no_effect:
+        rules.append(RuleOutcome("adapter has an effect", policy.raw.get("on_no_effect", "fail"),
+                                 "every lora_B tensor is zero: the adapter cannot change the base model"))
     for w in adapter.warnings:
         if "declares base" in w:
             rules.append(RuleOutcome("declared base matches", policy.on_base_mismatch, w))

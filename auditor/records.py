@@ -37,7 +37,8 @@ class AdapterInfo:
         n_tensors, size_bytes: of the weights file.
         declared_base: ``base_model_name_or_path`` from the config ("" if none).
         nominal_label: from the model card front matter (``nominal_label:``), or None.
-        matched_modules: adapted module names found in the base.
+        matched_modules: number of adapted modules found in the base.
+        no_effect: every ``lora_B`` tensor is zero, so the adapter cannot change the model.
         warnings: non-fatal findings carried into the report.
     """
 
@@ -54,6 +55,7 @@ class AdapterInfo:
     declared_base: str
     nominal_label: str | None
     matched_modules: int
+    no_effect: bool = False
     warnings: list[str] = field(default_factory=list)
 
     @property

@@ -73,7 +73,7 @@ def test_drift_score_definition_seed003_shape():
 
 
 def _adapter(warnings=()):
-    return AdapterInfo("a", "a/w", "0" * 64, "LORA", 8, 16, ["q_proj"], {}, 2, 10, "x", None, 1, list(warnings))
+    return AdapterInfo("a", "a/w", "0" * 64, "LORA", 8, 16, ["q_proj"], {}, 2, 10, "x", None, 1, warnings=list(warnings))
 
 
 def test_judge_fails_on_drop_and_mismatch_and_passes_otherwise():
@@ -123,3 +123,13 @@ def test_invalid_policy_names_key_path(tmp_path, text, needle):
 def test_default_policy_is_valid():
     p = load_policy(None, METRICS)
     assert p.labels["instruction"]["target"] == "ifeval.prompt_level_strict_acc"
+
+
+def test_adapter_without_effect_fails_by_default():
+    policy = load_policy(None, METRICS)
+    _, same = _suite_and_comparisons(2, 2, 2, 2)
+    d = drift_score(same, None, "none", None, [], 15)
+    a = _adapter()
+    a.no_effect = True
+    v = judge(policy, same, d, a)
+    assert v.verdict == "fail" and [r.rule for r in v.failing] == ["adapter has an effect"]

@@ -171,3 +171,13 @@ def test_rank_must_match_r_or_rank_pattern(tmp_path, base_model):
     assert "has rank 16 but the config says 4" in _fault(tmp_path, base_model, tensors=t, modules=("q_proj",))
     ok = write_adapter(tmp_path / "ok", tensors=t, modules=("q_proj",), config={"rank_pattern": {"q_proj": 16}})
     assert inspect_adapter(ok, base_model.path, base_model.name).max_rank == 16
+
+
+def test_all_zero_lora_b_is_flagged(tmp_path, base_model):
+    a = write_adapter(tmp_path / "a", r=2, modules=("q_proj",), layers=1,
+                      tensors={"base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight": torch.ones(2, 576),
+                               "base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight": torch.zeros(576, 2)},
+                      config={"r": 2, "target_modules": ["q_proj"]})
+    info = inspect_adapter(a, base_model.path, base_model.name)
+    assert info.no_effect and any("no effect" in w for w in info.warnings)
+    assert not inspect_adapter(MEDICAL, base_model.path, base_model.name).no_effect
