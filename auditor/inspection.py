@@ -13,7 +13,6 @@ can make it differ from ``r``).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from pathlib import Path
@@ -23,6 +22,7 @@ import jsonschema
 import yaml
 
 from .errors import AuditInputError
+from .models import sha256_file
 from .records import AdapterInfo, AdapterTensor
 
 WEIGHTS_NAME = "adapter_model.safetensors"
@@ -215,14 +215,6 @@ def read_model_card_label(folder: Path) -> str | None:
     return None
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            h.update(block)
-    return h.hexdigest()
-
-
 def preflight_adapter(arg: str | Path) -> tuple[Path, Path, dict[str, Any], list[AdapterTensor]]:
     """Checks that need no base model: path, config, weight-file kind and header.
 
@@ -362,7 +354,7 @@ def inspect_adapter(arg: str | Path, base_path: Path, base_name: str) -> Adapter
     return AdapterInfo(
         path=str(folder),
         weights_file=str(weights),
-        sha256=_sha256(weights),
+        sha256=sha256_file(weights),
         peft_type="LORA",
         r=int(cfg["r"]),
         lora_alpha=float(cfg.get("lora_alpha", cfg["r"])),

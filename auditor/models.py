@@ -47,7 +47,8 @@ class BaseModel:
     content_hash: str
 
 
-def _sha256(path: Path, chunk: int = 1 << 20) -> str:
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    """Hex sha256 of a file, read in 1 MiB chunks."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while block := f.read(chunk):
@@ -110,7 +111,7 @@ def resolve_base(base: str | None) -> BaseModel:
     """
     if base is None:
         gguf = locate_default_gguf()
-        digest = _sha256(gguf)
+        digest = sha256_file(gguf)
         final = cache_dir() / "models" / f"SmolLM2-135M-Instruct-{digest[:16]}"
         with atomic_dir(final) as tmp:
             if tmp is not None:

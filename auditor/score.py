@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 from .records import Generation, Item, Score
 
@@ -167,6 +167,3 @@ def score_all(items: dict[str, Item], generations: list[Generation], scorer_of: 
         out.append(SCORERS[scorer_of[item.capability]](item, g))
     return out
 
-
-def metric_detail(values: dict[str, Any]) -> str:  # pragma: no cover - tiny formatting helper
-    return ", ".join(f"{k}={v:.3g}" for k, v in values.items())
