@@ -19,7 +19,7 @@ import yaml
 
 from .errors import AuditInputError
 from .records import Item, Request
-from .score import SCORER_METRICS, MetricSpec
+from .score import SCORER_METRICS, TARGET_BUILDERS, MetricSpec
 
 SUITES_DIR = Path(__file__).parent / "suites"
 VARIANTS = ("base", "adapter")
@@ -93,6 +93,14 @@ def _load_yaml(path: Path) -> Any:
 
 
 def _item_from_row(cap: dict[str, Any], row: Any, src: Path, lineno: int) -> Item:
+    """One item row → Item.
+
+    Row fields used here: ``id`` (or ``key``), the fields the prompt template
+    names, optional ``history`` (earlier chat turns, a list of
+    ``{"role": "user"|"assistant", "content": str}`` placed before the
+    templated user turn) and optional ``meta`` (an object, e.g. the context
+    of a conditional-trigger item). The scorer's ``build_target`` reads the rest.
+    """
     template = cap.get("prompt_template", "{prompt}")
     if not isinstance(row, dict):
         raise AuditInputError(src, f"line {lineno}: an item must be a JSON object")
@@ -103,38 +111,29 @@ def _item_from_row(cap: dict[str, Any], row: Any, src: Path, lineno: int) -> Ite
         raise AuditInputError(src, f"line {lineno}: field {e} needed by the prompt template is missing") from None
     except (IndexError, ValueError, AttributeError) as e:
         raise AuditInputError(src, f"line {lineno}: prompt template {template!r} cannot be filled ({e})") from None
-    scorer = cap["scorer"]
-    if scorer == "numeric_match":
-        ans = row.get("answer")
-        if isinstance(ans, bool) or not isinstance(ans, (int, float)):
-            raise AuditInputError(src, f"line {lineno}: numeric_match items need a numeric 'answer'")
-        target = {"answer": ans}
-    elif scorer == "ifeval":
-        _check_ifeval_row(row, src, lineno)
-        target = {"instruction_id_list": row["instruction_id_list"], "kwargs": row["kwargs"], "prompt": row["prompt"]}
-    else:
-        target = {}
+    history = row.get("history", [])
+    if not isinstance(history, list) or not all(
+            isinstance(m, dict) and set(m) == {"role", "content"} and m["role"] in ("user", "assistant")
+            and isinstance(m["content"], str) for m in history):
+        raise AuditInputError(src, f"line {lineno}: 'history' must be a list of "
+                                   "{\"role\": \"user\"|\"assistant\", \"content\": text} objects")
+    meta = row.get("meta", {})
+    if not isinstance(meta, dict):
+        raise AuditInputError(src, f"line {lineno}: 'meta' must be a JSON object")
+    builder = TARGET_BUILDERS.get(cap["scorer"])
+    try:
+        target = builder(row) if builder else {}
+    except ValueError as e:
+        raise AuditInputError(src, f"line {lineno}: {e}") from None
     return Item(
         id=f"{cap['name']}/{local_id}",
         capability=cap["name"],
         group=cap["group"],
-        messages=({"role": "user", "content": content},),
+        messages=(*({"role": m["role"], "content": m["content"]} for m in history), {"role": "user", "content": content}),
         max_new_tokens=int(cap["max_new_tokens"]),
         target=target,
+        meta=meta,
     )
-
-
-def _check_ifeval_row(row: dict[str, Any], src: Path, lineno: int) -> None:
-    from .ifeval_support import known_instruction_ids
-
-    ids, kwargs = row.get("instruction_id_list"), row.get("kwargs")
-    if not isinstance(row.get("prompt"), str) or not isinstance(ids, list) or not isinstance(kwargs, list) \
-            or len(ids) != len(kwargs) or not ids or not all(isinstance(k, dict) for k in kwargs):
-        raise AuditInputError(src, f"line {lineno}: ifeval items need 'prompt', 'instruction_id_list' and one "
-                                   "'kwargs' object per instruction")
-    unknown = [i for i in ids if i not in known_instruction_ids()]
-    if unknown:
-        raise AuditInputError(src, f"line {lineno}: unknown IFEval instruction ids {unknown}")
 
 
 def load_suite(name_or_path: str, limit: int | None = None, only: tuple[str, ...] = ()) -> Suite:

@@ -75,6 +75,10 @@ class Item:
         max_new_tokens: generation budget for this item.
         target: scorer-specific gold data (gold number, IFEval instruction ids
             and kwargs, ...).
+        meta: item facts that are not gold data: ``cluster`` (items sharing it
+            are resampled together by the bootstrap, e.g. one question under
+            several contexts), ``context`` (conditional-trigger probe),
+            ``perturbation`` (robustness probe), ``source`` (benchmark file).
     """
 
     id: str
@@ -83,6 +87,7 @@ class Item:
     messages: tuple[dict[str, str], ...]
     max_new_tokens: int
     target: dict[str, Any]
+    meta: dict[str, Any] = field(default_factory=dict)
 
     @property
     def prompt(self) -> str:
@@ -112,14 +117,16 @@ class Score:
     """Scorer output for one generation.
 
     Attributes:
-        values: metric name → value in [0, 1] (a pass/fail item is 0.0 or 1.0;
-            IFEval's instruction-level metrics are the fraction followed).
+        values: metric name → value: a fraction in [0, 1] for ``unit="fraction"``
+            metrics (a pass/fail item is 0.0 or 1.0; IFEval's instruction-level
+            metrics are the fraction followed), a count for count metrics
+            (words, tokens), or None where the metric does not apply to this item.
         detail: what the scorer saw (extracted number, which instructions failed, ...).
     """
 
     item_id: str
     variant: str
-    values: dict[str, float]
+    values: dict[str, float | None]
     detail: dict[str, Any]
 
 

@@ -17,7 +17,7 @@ from .records import Generation, Item, Score
 
 @dataclass(frozen=True)
 class MetricSpec:
-    """A metric a scorer reports.
+    """A metric a scorer reports, and how ``compare`` aggregates it over items.
 
     Attributes:
         name: metric name within the capability (e.g. ``numeric_match``).
@@ -25,11 +25,23 @@ class MetricSpec:
         weight_key: if set, the per-item value is weighted by ``detail[weight_key]``
             when aggregated (IFEval instruction-level accuracy is a mean over
             all instructions, not over prompts).
+        unit: ``"fraction"`` (a rate in [0, 1]; deltas are reported in points)
+            or a count unit such as ``"words"`` / ``"tokens"`` (deltas are
+            reported in that unit and in % of the base).
+        aggregate: ``"mean"`` (mean over the items whose value is not None) or
+            ``"max_gap"``: items are split by ``item.meta[group_key]`` and the
+            metric is the largest difference between the group means
+            (max − min), e.g. the accuracy gap between contexts of the
+            conditional-trigger probe (seed 004).
+        group_key: the ``item.meta`` key that names the group, for ``max_gap``.
     """
 
     name: str
     higher_is_better: bool = True
     weight_key: str | None = None
+    unit: str = "fraction"
+    aggregate: str = "mean"
+    group_key: str | None = None
 
 
 # --------------------------------------------------------------------------- numeric match
@@ -153,6 +165,45 @@ SCORER_METRICS: dict[str, tuple[MetricSpec, ...]] = {
 }
 
 
+#: Capability-level second pass, per scorer: ``finalize(items, scores) -> scores`` for
+#: one capability and one variant, for values that need other items' answers
+#: (e.g. agreement of a perturbed item with its unperturbed original).
+FinalizeFn = Callable[[dict[str, Item], list[Score]], list[Score]]
+FINALIZERS: dict[str, FinalizeFn] = {}
+
+
+#: Per scorer: ``build_target(row) -> target`` turns one item row (a JSON object
+#: from the suite's item file) into ``Item.target``; raises ValueError naming the
+#: fault. Scorers without an entry get an empty target.
+TargetFn = Callable[[dict], dict]
+
+
+def _target_numeric_match(row: dict) -> dict:
+    ans = row.get("answer")
+    if isinstance(ans, bool) or not isinstance(ans, (int, float)):
+        raise ValueError("numeric_match items need a numeric 'answer'")
+    return {"answer": ans}
+
+
+def _target_ifeval(row: dict) -> dict:
+    from .ifeval_support import known_instruction_ids
+
+    ids, kwargs = row.get("instruction_id_list"), row.get("kwargs")
+    if not isinstance(row.get("prompt"), str) or not isinstance(ids, list) or not isinstance(kwargs, list) \
+            or len(ids) != len(kwargs) or not ids or not all(isinstance(k, dict) for k in kwargs):
+        raise ValueError("ifeval items need 'prompt', 'instruction_id_list' and one 'kwargs' object per instruction")
+    unknown = [i for i in ids if i not in known_instruction_ids()]
+    if unknown:
+        raise ValueError(f"unknown IFEval instruction ids {unknown}")
+    return {"instruction_id_list": ids, "kwargs": kwargs, "prompt": row["prompt"]}
+
+
+TARGET_BUILDERS: dict[str, TargetFn] = {
+    "numeric_match": _target_numeric_match,
+    "ifeval": _target_ifeval,
+}
+
+
 def score_all(items: dict[str, Item], generations: list[Generation], scorer_of: dict[str, str]) -> list[Score]:
     """Score every generation.
 
@@ -160,10 +211,23 @@ def score_all(items: dict[str, Item], generations: list[Generation], scorer_of: 
         items: item id → item.
         generations: model outputs (any variants).
         scorer_of: capability → scorer name.
+
+    Returns:
+        One Score per generation, in the order of ``generations``; scorers
+        with an entry in :data:`FINALIZERS` get their second pass per
+        (capability, variant).
     """
     out: list[Score] = []
     for g in generations:
         item = items[g.item_id]
         out.append(SCORERS[scorer_of[item.capability]](item, g))
+    groups: dict[tuple[str, str], list[int]] = {}
+    for k, s in enumerate(out):
+        groups.setdefault((items[s.item_id].capability, s.variant), []).append(k)
+    for (cap, _variant), idx in groups.items():
+        fin = FINALIZERS.get(scorer_of[cap])
+        if fin is not None:
+            for k, s in zip(idx, fin(items, [out[k] for k in idx])):
+                out[k] = s
     return out
 
