@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .compare import compare_metrics, drift_score
+from .compare import StatsSettings, compare_metrics, drift_score
 from .errors import AuditInputError
 from .generate import HFBackend
 from .inspection import inspect_adapter, preflight_adapter
@@ -53,6 +53,31 @@ class AuditOptions:
     capabilities: tuple[str, ...] = ()
     batch_size: int = 24
     dtype: str = "float32"
+    #: replay the base variant with another batch composition and count changed answers
+    noise_floor: bool = False
+
+
+def _noise_floor(backend: HFBackend, suite: Any, generations: list, scores: list, items: dict,
+                 log: Any) -> dict[str, Any]:
+    """Replay the base variant with another batch composition (half the batch
+    size) and count items whose answer, or score, changed. A batch-invariant
+    backend gives zero (transformers is not always: transformers#25921)."""
+    bs = backend.batch_size
+    replay_bs = bs // 2 if bs > 1 else 2
+    log(f"noise floor: replaying the base variant with batch size {replay_bs} (was {bs})")
+    backend.batch_size = replay_bs
+    try:
+        replay = backend.generate(plan_requests(suite, ("base",)))
+    finally:
+        backend.batch_size = bs
+    first = {g.item_id: g for g in generations if g.variant == "base"}
+    first_scores = {s.item_id: s.values for s in scores if s.variant == "base"}
+    replay_scores = {s.item_id: s.values
+                     for s in score_all(items, replay, {c.name: c.scorer for c in suite.capabilities})}
+    changed = sorted(g.item_id for g in replay if g.text != first[g.item_id].text)
+    score_changed = sorted(i for i in changed if replay_scores[i] != first_scores[i])
+    return {"n_items": len(replay), "batch_sizes": [bs, replay_bs], "n_differ": len(changed),
+            "n_score_differ": len(score_changed), "items_differ": changed, "items_score_differ": score_changed}
 
 
 def run_audit(opts: AuditOptions, log: Any = print) -> dict[str, Any]:
@@ -64,7 +89,7 @@ def run_audit(opts: AuditOptions, log: Any = print) -> dict[str, Any]:
     t_start = time.perf_counter()
     preflight_adapter(opts.adapter)
     suite = load_suite(opts.suite, limit=opts.limit, only=opts.capabilities)
-    policy = load_policy(opts.policy, list(suite.all_metrics))
+    policy = load_policy(opts.policy, list(suite.all_metrics), suite.metric_units)
     if any(c.scorer == "ifeval" for c in suite.capabilities):
         from .ifeval_support import PunktDataError, ensure_punkt
 
@@ -96,13 +121,18 @@ def run_audit(opts: AuditOptions, log: Any = print) -> dict[str, Any]:
     generations = backend.generate(requests)
     items = {i.id: i for i in suite.items}
     scores = score_all(items, generations, {c.name: c.scorer for c in suite.capabilities})
-    comparisons = compare_metrics(suite, scores)
+    sc = policy.statistics
+    comparisons = compare_metrics(suite, scores, StatsSettings(float(sc["confidence"]), int(sc["n_resamples"]),
+                                                               int(sc["seed"])))
     drift = drift_score(
         comparisons, label, label_source,
         mapping["target"] if mapping else None, list(mapping.get("off_target", [])) if mapping else [],
         float(policy.drift["max_drift_score_pts"]),
     )
-    verdict = judge(policy, comparisons, drift, adapter)
+    noise = None
+    if opts.noise_floor:
+        noise = _noise_floor(backend, suite, generations, scores, items, log)
+    verdict = judge(policy, comparisons, drift, adapter, noise)
 
     gen_of = {(g.item_id, g.variant): g for g in generations}
     score_of = {(s.item_id, s.variant): s for s in scores}
@@ -110,7 +140,8 @@ def run_audit(opts: AuditOptions, log: Any = print) -> dict[str, Any]:
     for it in suite.items:
         row: dict[str, Any] = {"id": it.id, "capability": it.capability, "group": it.group,
                                "prompt": it.prompt, "rendered_prompt": backend.rendered[it.id],
-                               "max_new_tokens": it.max_new_tokens, "target": it.target}
+                               "messages": list(it.messages), "max_new_tokens": it.max_new_tokens,
+                               "target": it.target, "meta": it.meta}
         for v in ("base", "adapter"):
             g, s = gen_of[(it.id, v)], score_of[(it.id, v)]
             row[v] = {"text": g.text, "n_tokens": g.n_tokens, "scores": s.values, "detail": s.detail}
@@ -130,6 +161,13 @@ def run_audit(opts: AuditOptions, log: Any = print) -> dict[str, Any]:
         "comparisons": to_plain(comparisons),
         "drift": to_plain(drift),
         "items": item_rows,
+        "noise_floor": noise,
+        "statistics": {"confidence": float(sc["confidence"]), "n_resamples": int(sc["n_resamples"]),
+                       "seed": int(sc["seed"]), "multiplicity": sc["multiplicity"], "min_items": int(sc["min_items"]),
+                       "interval": "paired bootstrap, expanded percentile (Hesterberg 2015)",
+                       "tests": {"pass/fail": "exact McNemar (binomial test on discordant pairs)",
+                                 "other": "Wilcoxon signed-rank", "max_gap": "paired permutation"},
+                       "p_adjusted": "Benjamini-Hochberg"},
         "run": {
             "backend": stats.backend, "dtype": opts.dtype, "batch_size": opts.batch_size, "limit": opts.limit,
             "capabilities": [c.name for c in suite.capabilities],

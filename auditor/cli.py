@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from .report import comparison_cells
 from .errors import EXIT_INPUT_ERROR, EXIT_POLICY_FAIL, EXIT_PASS, AuditInputError
 
 console = Console(stderr=True, highlight=False)
@@ -43,12 +44,15 @@ def cli() -> None:
 
 
 def _print_summary(results: dict) -> None:
-    t = Table(title="base → adapter (points)", title_justify="left")
-    for col in ("group", "metric", "base", "adapter", "Δ"):
-        t.add_column(col, justify="right" if col in ("base", "adapter", "Δ") else "left")
+    t = Table(title="base → adapter (points for rates)", title_justify="left")
+    cols = ("group", "metric", "base", "adapter", "Δ", "95% CI", "p", "base-only/adapter-only")
+    for col in cols:
+        t.add_column(col, justify="left" if col in ("group", "metric") else "right")
     for c in results["comparisons"]:
-        t.add_row(c["group"], escape(c["metric"]), f"{100 * c['base']:.1f}", f"{100 * c['adapter']:.1f}",
-                  f"{c['delta_pts']:+.1f}")
+        k = comparison_cells(c)
+        unit = "" if k["unit"] == "points" else f" {k['unit']}"
+        t.add_row(c["group"], escape(c["metric"]), k["base"], k["adapter"], k["delta"] + unit, k["ci"], k["p"],
+                  k["discordant"])
     console.print(t)
     d = results["drift"]
     if d["drift_score_pts"] is not None:
@@ -77,8 +81,10 @@ def _print_summary(results: dict) -> None:
               help="Report folder.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=24, show_default=True,
               help="Prompts per generate call (same batches for base and adapter).")
+@click.option("--noise-floor", is_flag=True,
+              help="Replay the base variant with another batch composition and report how many answers change.")
 def run_cmd(adapter: str, base: str | None, policy: str | None, suite: str, label: str | None, limit: int | None,
-            capabilities: tuple[str, ...], out: Path, batch_size: int) -> None:
+            capabilities: tuple[str, ...], out: Path, batch_size: int, noise_floor: bool) -> None:
     """Audit ADAPTER (a PEFT adapter folder or its adapter_model.safetensors)."""
     from .audit import AuditOptions, run_audit
     from .report import check_out_dir, write_reports
@@ -86,7 +92,8 @@ def run_cmd(adapter: str, base: str | None, policy: str | None, suite: str, labe
     check_out_dir(out)
 
     results = run_audit(AuditOptions(adapter=adapter, base=base, policy=policy, suite=suite, label=label,
-                                     limit=limit, capabilities=capabilities, batch_size=batch_size),
+                                     limit=limit, capabilities=capabilities, batch_size=batch_size,
+                                     noise_floor=noise_floor),
                         log=lambda m: console.print(m))
     paths = write_reports(results, out)
     _print_summary(results)

@@ -1,8 +1,10 @@
-"""Stage 5 — compare: how the adapter moved each capability.
+"""Stage 5 — compare: how the adapter moved each capability, with its uncertainty.
 
-Per metric: base and adapter scores (fractions), delta in points and
-relative delta in % of the base (CapTrack reports drift both ways,
-``seeds/000``). Then the nominal-label check of ``seeds/003``:
+Per metric: base and adapter scores, delta (adapter − base; points for
+fraction metrics) and relative delta in % of the base (CapTrack reports drift
+both ways, ``seeds/000``), each with a paired-bootstrap 95% interval, a
+p-value (exact McNemar for pass/fail items) and the discordant counts
+(:mod:`auditor.stats`). Then the nominal-label check of ``seeds/003``:
 
 * ``TargetGain``    = score(adapter) − score(base) on the label's target metric;
 * ``OffTargetGain`` = the same gain on the off-target metric(s), averaged when
@@ -10,69 +12,142 @@ relative delta in % of the base (CapTrack reports drift both ways,
 * ``DriftScore``    = ``OffTargetGain − TargetGain``.
 
 All gains are in points. Large and positive DriftScore means the adapter
-changed something other than what its label says.
+changed something other than what its label says. Its interval comes from a
+joint bootstrap: each capability's items are resampled (the same resample for
+all metrics of that capability) and DriftScore is recomputed per resample.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 
 import numpy as np
 
+from . import stats
 from .plan import Suite
-from .records import DriftResult, MetricComparison, Score
+from .records import DriftResult, Item, MetricComparison, Score
 
 
-def _aggregate(scores: list[Score], metric: str, weight_key: str | None) -> float:
-    vals = np.array([s.values[metric] for s in scores], dtype=float)
+@dataclass(frozen=True)
+class StatsSettings:
+    """How intervals and tests are computed (policy ``statistics:`` section).
+
+    Attributes:
+        confidence: two-sided interval level (0.95 → 95% intervals).
+        n_resamples: bootstrap resamples per capability.
+        seed: base seed; each capability derives its own stream from it.
+    """
+
+    confidence: float = 0.95
+    n_resamples: int = stats.N_RESAMPLES
+    seed: int = 0
+
+
+def _value(v: float | None) -> float:
+    return np.nan if v is None else float(v)
+
+
+def _paired(items: list[Item], base: list[Score], adap: list[Score], metric: str,
+            weight_key: str | None, group_key: str | None) -> stats.PairedData:
+    cluster_ids: dict[str, int] = {}
+    clusters = np.array([cluster_ids.setdefault(str(it.meta.get("cluster", it.id)), len(cluster_ids))
+                         for it in items], dtype=int)
+    b = np.array([_value(s.values.get(metric)) for s in base], dtype=float)
+    a = np.array([_value(s.values.get(metric)) for s in adap], dtype=float)
     if weight_key is None:
-        return float(vals.mean())
-    w = np.array([s.detail[weight_key] for s in scores], dtype=float)
-    return float((vals * w).sum() / w.sum())
+        w = np.ones(len(items))
+    else:
+        w = np.array([float(s.detail[weight_key]) for s in base], dtype=float)
+    groups = None
+    if group_key is not None:
+        names: dict[str, int] = {}
+        groups = np.array([names.setdefault(str(it.meta.get(group_key)), len(names)) for it in items], dtype=int)
+    return stats.PairedData(b, a, w, clusters, groups)
 
 
-def compare_metrics(suite: Suite, scores: list[Score]) -> list[MetricComparison]:
+def compare_metrics(suite: Suite, scores: list[Score], settings: StatsSettings | None = None) -> list[MetricComparison]:
     """Compare base and adapter per metric of every capability in the suite.
 
     Args:
         suite: the suite (capabilities, their groups and metric specs).
         scores: scores of both variants for the suite's items.
+        settings: interval level, resamples and seed (defaults: 95%, 4000, 0).
 
     Returns:
-        One MetricComparison per ``<capability>.<metric>``, in suite order.
+        One MetricComparison per ``<capability>.<metric>``, in suite order, with
+        interval, p-value, Benjamini–Hochberg adjusted p-value (over all the
+        metrics returned) and discordant counts. The bootstrap replicates are
+        kept in ``.draws`` (not serialised) for :func:`drift_score`.
 
     Raises:
         ValueError: a capability lacks paired base/adapter scores.
     """
+    st = settings or StatsSettings()
     by: dict[tuple[str, str], list[Score]] = defaultdict(list)
-    cap_of = {i.id: i.capability for i in suite.items}
+    item_of = {i.id: i for i in suite.items}
     for s in scores:
-        by[(cap_of[s.item_id], s.variant)].append(s)
+        by[(item_of[s.item_id].capability, s.variant)].append(s)
     out: list[MetricComparison] = []
     for cap in suite.capabilities:
         base = sorted(by[(cap.name, "base")], key=lambda s: s.item_id)
         adap = sorted(by[(cap.name, "adapter")], key=lambda s: s.item_id)
         if not base or [s.item_id for s in base] != [s.item_id for s in adap]:
             raise ValueError(f"capability {cap.name}: base and adapter scores are not paired")
+        items = [item_of[s.item_id] for s in base]
+        rng = stats.rng_for(st.seed, cap.name)
+        counts = None
         for m in cap.metrics:
-            b = _aggregate(base, m.name, m.weight_key)
-            a = _aggregate(adap, m.name, m.weight_key)
+            d = _paired(items, base, adap, m.name, m.weight_key, m.group_key if m.aggregate == "max_gap" else None)
+            if counts is None:
+                counts = stats.resample_counts(int(d.clusters.max()) + 1, st.n_resamples, rng)
+            b_obs, a_obs = (float(x) for x in stats.statistic(d, None, m.aggregate))
+            boot = stats.paired_bootstrap(d, counts, m.aggregate)
+            scale = 100.0 if m.unit == "fraction" else 1.0
+            nu = d.n_clusters if m.aggregate == "mean" else None
+            lo, hi = stats.percentile_interval(scale * boot.delta, st.confidence, nu)
+            rel_lo, rel_hi = stats.percentile_interval(boot.rel_delta_pct, st.confidence, nu)
+            if m.aggregate == "max_gap":
+                test, p = "permutation", stats.permutation_p_gap(d, st.n_resamples, rng)
+                disc = {}
+            else:
+                bo, ao = stats.discordant(d)
+                disc = {"base_only": bo, "adapter_only": ao}
+                if d.is_binary:
+                    test, p = "mcnemar_exact", stats.mcnemar_exact(bo, ao)
+                else:
+                    test, p = "wilcoxon", stats.wilcoxon_p(d)
             out.append(MetricComparison(
-                metric=f"{cap.name}.{m.name}", capability=cap.name, group=cap.group, n_items=len(base),
-                base=b, adapter=a, delta_pts=100.0 * (a - b),
-                rel_delta_pct=(100.0 * (a - b) / b) if b else None,
-                higher_is_better=m.higher_is_better,
+                metric=f"{cap.name}.{m.name}", capability=cap.name, group=cap.group, n_items=d.n_items,
+                base=b_obs, adapter=a_obs, delta=scale * (a_obs - b_obs),
+                delta_unit="points" if m.unit == "fraction" else m.unit,
+                rel_delta_pct=(100.0 * (a_obs - b_obs) / b_obs) if b_obs else None,
+                higher_is_better=m.higher_is_better, unit=m.unit, aggregate=m.aggregate,
+                n_clusters=d.n_clusters, confidence=st.confidence,
+                ci_low=_finite(lo), ci_high=_finite(hi),
+                rel_ci_pct=[rel_lo, rel_hi] if b_obs and np.isfinite(rel_lo) else None,
+                test=test, p_value=p, discordant=disc,
+                draws=scale * boot.delta, rel_draws=boot.rel_delta_pct,
             ))
+    for c, q in zip(out, stats.bh_adjust([c.p_value for c in out])):
+        c.p_adjusted = q
     return out
 
 
-def _gain_pts(c: MetricComparison) -> float:
-    return c.delta_pts if c.higher_is_better else -c.delta_pts
+def _finite(x: float) -> float | None:
+    return float(x) if np.isfinite(x) else None
+
+
+def _gain(c: MetricComparison, values: np.ndarray | float) -> np.ndarray | float:
+    return values if c.higher_is_better else -values
 
 
 def drift_score(comparisons: list[MetricComparison], label: str | None, label_source: str,
                 target: str | None, off_target: list[str], max_drift_pts: float) -> DriftResult:
     """Compute TargetGain, OffTargetGain and DriftScore (points) for a nominal label.
+
+    DriftScore's interval comes from the metrics' joint bootstrap replicates
+    (same resamples within a capability, independent across capabilities).
 
     Args:
         comparisons: output of :func:`compare_metrics`.
@@ -84,11 +159,24 @@ def drift_score(comparisons: list[MetricComparison], label: str | None, label_so
 
     Raises:
         KeyError: a target/off-target metric is not among the comparisons.
+        ValueError: a target/off-target metric is not a fraction metric (points).
     """
     by = {c.metric: c for c in comparisons}
     if label is None or target is None:
         return DriftResult(label, label_source, target, list(off_target), None, None, None, False)
-    tg = _gain_pts(by[target])
-    og = float(np.mean([_gain_pts(by[m]) for m in off_target])) if off_target else 0.0
+    for m in (target, *off_target):
+        if not by[m].is_fraction:
+            raise ValueError(f"{m} is measured in {by[m].unit}, not points: it cannot enter DriftScore")
+    t = by[target]
+    tg = float(_gain(t, t.delta))
+    og = float(np.mean([_gain(by[m], by[m].delta) for m in off_target])) if off_target else 0.0
     ds = og - tg
-    return DriftResult(label, label_source, target, list(off_target), tg, og, ds, ds > max_drift_pts)
+    lo = hi = None
+    draws = None
+    if t.draws is not None and all(by[m].draws is not None for m in off_target):
+        og_draws = np.mean([_gain(by[m], by[m].draws) for m in off_target], axis=0) if off_target else 0.0
+        draws = og_draws - _gain(t, t.draws)
+        n_units = min(by[m].n_clusters for m in (target, *off_target))
+        lo, hi = (_finite(x) for x in stats.percentile_interval(draws, t.confidence, n_units))
+    return DriftResult(label, label_source, target, list(off_target), tg, og, ds, ds > max_drift_pts,
+                       ci_low_pts=lo, ci_high_pts=hi, confidence=t.confidence, draws=draws)

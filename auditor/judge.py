@@ -2,8 +2,33 @@
 
 A policy is a YAML file validated with a JSON Schema (``POLICY_SCHEMA``);
 faults are reported with the key path and line. Each rule yields a
-:class:`~auditor.records.RuleOutcome` (``pass`` / ``warn`` / ``fail``) with
-its reason; the verdict is ``fail`` if any rule fails, else ``pass``.
+:class:`~auditor.records.RuleOutcome` with its reason; the verdict is
+``fail`` if any rule fails, else ``pass``.
+
+Decision modes of a limit rule (``mode:``), on the *movement* m toward the
+limited direction (a drop for ``max_drop_*``, a rise for ``max_rise_*``) and
+its paired-bootstrap interval (:mod:`auditor.compare`):
+
+* ``point`` — fail when the point estimate m̂ exceeds the limit;
+* ``confident`` — fail only when the whole interval lies beyond the limit
+  (the data show the movement is too large); otherwise pass;
+* ``non_inferiority`` — the limit is a margin: pass only when the whole
+  interval lies within it (the data show the adapter is not worse by more
+  than the margin), fail when the whole interval lies beyond it, otherwise
+  ``inconclusive``.
+
+Any mode returns ``inconclusive`` when the metric has fewer than
+``statistics.min_items`` items. The decision (``pass`` / ``fail`` /
+``inconclusive``) becomes the rule's outcome; ``inconclusive`` is mapped by
+``statistics.on_inconclusive`` (pass / warn / fail) and a violated limit by the
+rule's ``action`` (fail, or warn).
+
+Interval tests are done on one-sided bootstrap p-values (the share of
+replicates on the other side of the limit), compared with half the interval's
+tail mass, so "the interval lies beyond the limit" and "p < α/2" are the same
+statement. With ``statistics.multiplicity: bh`` the p-values of all
+``confident`` rules (and separately of all ``non_inferiority`` rules) are
+adjusted with Benjamini–Hochberg before that comparison.
 """
 
 from __future__ import annotations
@@ -14,9 +39,11 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import numpy as np
 import yaml
 
 from .errors import AuditInputError
+from .stats import bh_adjust, expanded_alpha
 from .records import AdapterInfo, DriftResult, MetricComparison, RuleOutcome, Verdict
 
 DEFAULT_POLICY = Path(__file__).resolve().parent / "policies" / "default.yaml"
@@ -25,6 +52,9 @@ if not DEFAULT_POLICY.is_file():  # source checkout: policies/ lives at the repo
 
 _ACTION = {"enum": ["fail", "warn"]}
 _PTS = {"type": "number", "minimum": 0, "maximum": 100}
+_PCT = {"type": "number", "minimum": 0, "maximum": 10000}
+MODES = ("point", "confident", "non_inferiority")
+_LIMIT_KEYS = ("max_drop_pts", "max_rise_pts", "max_drop_pct", "max_rise_pct")
 POLICY_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
@@ -36,10 +66,24 @@ POLICY_SCHEMA: dict[str, Any] = {
             "additionalProperties": {
                 "type": "object",
                 "additionalProperties": False,
-                "minProperties": 1,
-                "properties": {"max_drop_pts": _PTS, "max_rise_pts": _PTS},
+                "anyOf": [{"required": [k]} for k in _LIMIT_KEYS],
+                "properties": {"max_drop_pts": _PTS, "max_rise_pts": _PTS, "max_drop_pct": _PCT,
+                               "max_rise_pct": _PCT, "mode": {"enum": list(MODES)}, "action": _ACTION},
             },
         },
+        "statistics": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "confidence": {"type": "number", "exclusiveMinimum": 0.5, "exclusiveMaximum": 1},
+                "n_resamples": {"type": "integer", "minimum": 200, "maximum": 100000},
+                "seed": {"type": "integer", "minimum": 0},
+                "multiplicity": {"enum": ["bh", "none"]},
+                "min_items": {"type": "integer", "minimum": 1},
+                "on_inconclusive": {"enum": ["pass", "warn", "fail"]},
+            },
+        },
+        "on_noise_floor": _ACTION,
         "labels": {
             "type": "object",
             "additionalProperties": {
@@ -60,6 +104,7 @@ POLICY_SCHEMA: dict[str, Any] = {
                 "on_label_mismatch": _ACTION,
                 "on_unknown_label": _ACTION,
                 "on_missing_label": _ACTION,
+                "mode": {"enum": list(MODES)},
             },
         },
         "on_base_mismatch": _ACTION,
@@ -93,6 +138,13 @@ class Policy:
     @property
     def on_base_mismatch(self) -> str:
         return self.raw.get("on_base_mismatch", "warn")
+
+    @property
+    def statistics(self) -> dict[str, Any]:
+        d = {"confidence": 0.95, "n_resamples": 4000, "seed": 0, "multiplicity": "bh", "min_items": 10,
+             "on_inconclusive": "warn"}
+        d.update(self.raw.get("statistics", {}))
+        return d
 
 
 def _line_of(node: yaml.Node | None, path: list[Any]) -> int | None:
@@ -144,13 +196,15 @@ def _non_finite(obj: Any, path: str = "") -> str | None:
     return None
 
 
-def load_policy(path: str | Path | None, metric_names: list[str]) -> Policy:
+def load_policy(path: str | Path | None, metric_names: list[str], units: dict[str, str] | None = None) -> Policy:
     """Load and validate a policy.
 
     Args:
         path: policy YAML, or None for the default policy.
         metric_names: the suite's metrics (``<capability>.<metric>``); every
             metric the policy names must be one of them.
+        units: metric → unit (``fraction``, ``words``, ...); ``*_pts`` limits and
+            DriftScore labels are refused on metrics that are not fractions.
 
     Raises:
         AuditInputError: unreadable or invalid YAML, YAML aliases (refused:
@@ -201,40 +255,147 @@ def load_policy(path: str | Path | None, metric_names: list[str]) -> Policy:
                 p, f"{'.'.join(map(str, keypath))}{f' (line {line})' if line else ''}: unknown metric {name!r}; "
                    f"the suite has {sorted(known)}")
 
-    for m in raw.get("metrics", {}):
+    units = units or {}
+
+    def check_points(name: str, keypath: list[Any], what: str) -> None:
+        if units.get(name, "fraction") != "fraction":
+            line = _line_of(node, keypath)
+            raise AuditInputError(
+                p, f"{'.'.join(map(str, keypath))}{f' (line {line})' if line else ''}: {name} is measured in "
+                   f"{units[name]}, not points: {what}")
+
+    for m, lim in raw.get("metrics", {}).items():
         check(m, ["metrics", m])
+        for key in ("max_drop_pts", "max_rise_pts"):
+            if key in lim:
+                check_points(m, ["metrics", m, key], "use max_drop_pct / max_rise_pct (% of the base)")
     for label, spec in raw.get("labels", {}).items():
         check(spec["target"], ["labels", label, "target"])
+        check_points(spec["target"], ["labels", label, "target"], "it cannot enter DriftScore")
         for i, m in enumerate(spec.get("off_target", [])):
             check(m, ["labels", label, "off_target", i])
+            check_points(m, ["labels", label, "off_target", i], "it cannot enter DriftScore")
     return Policy(str(p), raw)
 
 
-def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResult, adapter: AdapterInfo) -> Verdict:
+@dataclass
+class _Pending:
+    """A limit rule whose decision waits for the multiplicity adjustment."""
+
+    outcome: RuleOutcome
+    mode: str
+    p_beyond: float | None   # one-sided p of "movement within the limit" (small: confidently beyond)
+    p_within: float | None   # one-sided p of "movement beyond the limit" (small: confidently within)
+    alpha_half: float
+    point_beyond: bool
+    too_few: bool
+    action: str
+
+
+def _one_sided(draws: Any, limit: float) -> tuple[float | None, float | None]:
+    if draws is None:
+        return None, None
+    r = np.asarray(draws, dtype=float)
+    r = r[np.isfinite(r)]
+    if r.size == 0:
+        return None, None
+    return float(np.mean(r <= limit)), float(np.mean(r >= limit))
+
+
+def _decide(pend: list[_Pending], stats_cfg: dict[str, Any]) -> None:
+    """Fill in decision/outcome of every pending rule (BH within each interval mode)."""
+    for mode, field_ in (("confident", "p_beyond"), ("non_inferiority", "p_within")):
+        group = [r for r in pend if r.mode == mode and getattr(r, field_) is not None and not r.too_few]
+        raw = [getattr(r, field_) for r in group]
+        adj = bh_adjust(raw) if stats_cfg["multiplicity"] == "bh" else raw
+        for r, q in zip(group, adj):
+            r.outcome.p_value, r.outcome.p_adjusted = getattr(r, field_), q
+    for r in pend:
+        o = r.outcome
+        if r.too_few:
+            o.decision = "inconclusive"
+        elif r.mode == "point" or (r.p_beyond is None):
+            o.decision = "fail" if r.point_beyond else "pass"
+        elif r.mode == "confident":
+            o.decision = "fail" if o.p_adjusted < r.alpha_half else "pass"
+        else:  # non_inferiority
+            if o.p_adjusted < r.alpha_half:
+                o.decision = "pass"
+            elif r.p_beyond < r.alpha_half:
+                o.decision = "fail"
+            else:
+                o.decision = "inconclusive"
+        o.outcome = {"pass": "pass", "fail": r.action, "inconclusive": stats_cfg["on_inconclusive"]}[o.decision]
+        if o.decision == "inconclusive" and not r.too_few:
+            o.reason += "; the interval crosses the margin: inconclusive"
+        elif r.too_few:
+            o.reason += f"; only {o.n_items} items (policy min_items {stats_cfg['min_items']}): inconclusive"
+
+
+def _ci_text(ci: list[float] | None, unit: str, conf: float) -> str:
+    if not ci or ci[0] is None or ci[1] is None:
+        return ""
+    return f", {100 * conf:.0f}% CI [{ci[0]:+.1f}, {ci[1]:+.1f}] {unit}"
+
+
+def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResult, adapter: AdapterInfo,
+          noise_floor: dict[str, Any] | None = None) -> Verdict:
     """Apply the policy to one adapter's comparisons.
 
+    Args:
+        policy: the validated policy.
+        comparisons: from :func:`auditor.compare.compare_metrics` (with intervals and replicates).
+        drift: from :func:`auditor.compare.drift_score`.
+        adapter: inspection result (no-effect and declared-base findings).
+        noise_floor: the base replay result (``n_differ`` items), when one was run.
+
     Returns:
-        Verdict with one RuleOutcome per rule evaluated; ``fail`` if any fails.
+        Verdict with one RuleOutcome per rule evaluated (each names its
+        decision mode, interval and p-value); ``fail`` if any fails.
     """
+    stats_cfg = policy.statistics
     by = {c.metric: c for c in comparisons}
     rules: list[RuleOutcome] = []
+    pend: list[_Pending] = []
     for metric, lim in policy.metric_limits.items():
         if metric not in by:
             rules.append(RuleOutcome(f"{metric}: limits", "not_run",
                                      f"capability {metric.split('.')[0]} was not part of this run"))
             continue
         c = by[metric]
-        # (policy key, rule name, movement in the limited direction, verb)
-        verb = "rose" if c.delta_pts > 0 else "dropped" if c.delta_pts < 0 else "changed"
-        for key, kind, moved in (("max_drop_pts", "drop", -c.delta_pts), ("max_rise_pts", "rise", c.delta_pts)):
+        mode = lim.get("mode", "point")
+        for key in _LIMIT_KEYS:
             if key not in lim:
                 continue
-            ok = moved <= lim[key] + 1e-9
-            rules.append(RuleOutcome(
-                f"{metric}: max {kind}", "pass" if ok else "fail",
-                f"{metric} {verb} by {abs(c.delta_pts):.1f} points "
-                f"({100 * c.base:.1f} → {100 * c.adapter:.1f}); limit {lim[key]:g} points {kind}",
-                value=round(moved, 6), limit=lim[key]))
+            kind = "drop" if "drop" in key else "rise"
+            sign = -1.0 if kind == "drop" else 1.0
+            if key.endswith("_pct"):
+                if c.rel_delta_pct is None:
+                    rules.append(RuleOutcome(f"{metric}: max {kind} (%)", "not_run",
+                                             f"{metric} is 0 for the base: a relative change is undefined"))
+                    continue
+                est, draws, unit = c.rel_delta_pct, c.rel_draws, "% of base"
+                ci = c.rel_ci_pct
+                name = f"{metric}: max {kind} (%)"
+            else:
+                est, draws, unit, ci = c.delta, c.draws, c.delta_unit, [c.ci_low, c.ci_high]
+                name = f"{metric}: max {kind}"
+            moved = sign * est
+            moved_draws = None if draws is None else sign * np.asarray(draws, dtype=float)
+            moved_ci = None if ci is None or ci[0] is None else sorted([sign * ci[0], sign * ci[1]])
+            limit = float(lim[key])
+            p_within_limit, p_beyond_limit = _one_sided(moved_draws, limit)
+            shown = (f"{100 * c.base:.1f} → {100 * c.adapter:.1f}" if c.is_fraction
+                     else f"{c.base:.1f} → {c.adapter:.1f} {c.unit}")
+            verb = "rose" if est > 0 else "dropped" if est < 0 else "changed"
+            reason = (f"{metric} {verb} by {abs(est):.1f} {unit} ({shown}){_ci_text(moved_ci, kind, c.confidence)}; "
+                      f"limit {limit:g} {unit} {kind}; mode {mode}")
+            o = RuleOutcome(name, "pass", reason, value=round(moved, 6), limit=limit, mode=mode,
+                            ci=moved_ci, n_items=c.n_items)
+            rules.append(o)
+            pend.append(_Pending(o, mode, p_within_limit, p_beyond_limit,
+                                 expanded_alpha(c.confidence, c.n_clusters) / 2, moved > limit + 1e-9,
+                                 c.n_items < stats_cfg["min_items"], lim.get("action", "fail")))
 
     d = policy.drift
     if drift.label is None:
@@ -249,13 +410,30 @@ def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResul
                                  f"label {drift.label!r} has no target metric in the policy; DriftScore not computed"))
     else:
         assert drift.drift_score_pts is not None
-        rules.append(RuleOutcome(
-            "nominal label: DriftScore", d["on_label_mismatch"] if drift.mismatch else "pass",
+        mode = d.get("mode", "point")
+        limit = float(d["max_drift_score_pts"])
+        ci = [drift.ci_low_pts, drift.ci_high_pts] if drift.ci_low_pts is not None else None
+        o = RuleOutcome(
+            "nominal label: DriftScore", "pass",
             f"label {drift.label!r} promises {drift.target_metric}: TargetGain {drift.target_gain_pts:+.1f}, "
-            f"OffTargetGain {drift.off_target_gain_pts:+.1f}, DriftScore {drift.drift_score_pts:+.1f} points "
-            f"(limit {d['max_drift_score_pts']:g})" + (" — label mismatch" if drift.mismatch else ""),
-            value=round(drift.drift_score_pts, 6), limit=d["max_drift_score_pts"]))
+            f"OffTargetGain {drift.off_target_gain_pts:+.1f}, DriftScore {drift.drift_score_pts:+.1f} points"
+            f"{_ci_text(ci, 'points', drift.confidence)} (limit {limit:g}; mode {mode})"
+            + (" — label mismatch" if drift.mismatch else ""),
+            value=round(drift.drift_score_pts, 6), limit=limit, mode=mode, ci=ci,
+            n_items=min(by[m].n_items for m in (drift.target_metric, *drift.off_target_metrics)))
+        rules.append(o)
+        p_within_limit, p_beyond_limit = _one_sided(drift.draws, limit)
+        n_units = min(by[m].n_clusters for m in (drift.target_metric, *drift.off_target_metrics))
+        pend.append(_Pending(o, mode, p_within_limit, p_beyond_limit, expanded_alpha(drift.confidence, n_units) / 2,
+                             drift.mismatch, o.n_items < stats_cfg["min_items"], d["on_label_mismatch"]))
+    _decide(pend, stats_cfg)
 
+    if noise_floor is not None and noise_floor.get("n_differ", 0) > 0:
+        rules.append(RuleOutcome(
+            "noise floor: base replay identical", policy.raw.get("on_noise_floor", "warn"),
+            f"{noise_floor['n_differ']} of {noise_floor['n_items']} base answers changed when the base was replayed "
+            f"with another batch composition: this backend is not batch-invariant, deltas of that size are noise",
+            value=float(noise_floor["n_differ"])))
     if adapter.no_effect:
         rules.append(RuleOutcome("adapter has an effect", policy.raw.get("on_no_effect", "fail"),
                                  "every lora_B tensor is zero: the adapter cannot change the base model"))

@@ -10,7 +10,7 @@ generation requests for each variant (``base``, ``adapter``).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +73,9 @@ class Suite:
     items: tuple[Item, ...]
     #: metrics of every capability in the manifest, including ones left out by ``only``
     all_metrics: tuple[str, ...] = ()
+
+    #: unit of every metric in ``all_metrics`` (``fraction``, ``words``, ``tokens``)
+    metric_units: dict[str, str] = field(default_factory=dict)
 
     def metric_names(self) -> list[str]:
         """Fully qualified metric names, ``<capability>.<metric>``."""
@@ -202,7 +205,8 @@ def load_suite(name_or_path: str, limit: int | None = None, only: tuple[str, ...
     if len(ids) != len(set(ids)):
         raise AuditInputError(path, "duplicate item ids in the suite")
     all_metrics = tuple(f"{c['name']}.{m.name}" for c in manifest["capabilities"] for m in SCORER_METRICS[c["scorer"]])
-    return Suite(manifest["name"], manifest["version"], str(path), tuple(caps), tuple(items), all_metrics)
+    units = {f"{c['name']}.{m.name}": m.unit for c in manifest["capabilities"] for m in SCORER_METRICS[c["scorer"]]}
+    return Suite(manifest["name"], manifest["version"], str(path), tuple(caps), tuple(items), all_metrics, units)
 
 
 def plan_requests(suite: Suite, variants: tuple[str, ...] = VARIANTS) -> list[Request]:

@@ -20,13 +20,14 @@ import jinja2
 
 from .errors import AuditInputError
 
-RESULTS_SCHEMA_VERSION = 1
+RESULTS_SCHEMA_VERSION = 2
 REPORT_FILES = ("results.json", "report.html", "summary.md", "junit.xml")
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("auditor", "templates"),
     autoescape=True,
     undefined=jinja2.StrictUndefined,
 )
+_ENV.globals["cells"] = lambda c: comparison_cells(c)
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -42,6 +43,36 @@ def _atomic_write(path: Path, text: str) -> None:
         raise
 
 
+def _num(x: Any, fmt: str) -> str:
+    return "—" if x is None else format(x, fmt)
+
+
+def comparison_cells(c: dict[str, Any]) -> dict[str, str]:
+    """Display strings for one comparison row (HTML, Markdown and terminal share them).
+
+    Fraction metrics are shown in points (0–100), count metrics in their unit.
+    Keys: base, adapter, delta, ci, rel, p, q, test, discordant, unit.
+    """
+    frac = c.get("unit", "fraction") == "fraction"
+    scale = 100.0 if frac else 1.0
+    ci = "—"
+    if c.get("ci_low") is not None and c.get("ci_high") is not None:
+        ci = f"[{c['ci_low']:+.1f}, {c['ci_high']:+.1f}]"
+    disc = c.get("discordant") or {}
+    return {
+        "base": f"{scale * c['base']:.1f}",
+        "adapter": f"{scale * c['adapter']:.1f}",
+        "delta": f"{c['delta']:+.1f}",
+        "unit": "points" if frac else c["unit"],
+        "ci": ci,
+        "rel": "—" if c.get("rel_delta_pct") is None else f"{c['rel_delta_pct']:+.0f}%",
+        "p": _num(c.get("p_value"), ".3g"),
+        "q": _num(c.get("p_adjusted"), ".3g"),
+        "test": c.get("test") or "—",
+        "discordant": f"{disc['base_only']} / {disc['adapter_only']}" if disc else "—",
+    }
+
+
 def worst_regressions(results: dict[str, Any], n: int = 8) -> list[dict[str, Any]]:
     """Items the adapter made worse on their capability's first metric, largest first."""
     primary: dict[str, tuple[str, bool]] = {}
@@ -50,7 +81,9 @@ def worst_regressions(results: dict[str, Any], n: int = 8) -> list[dict[str, Any
     rows = []
     for it in results["items"]:
         metric, hib = primary[it["capability"]]
-        b, a = it["base"]["scores"][metric], it["adapter"]["scores"][metric]
+        b, a = it["base"]["scores"].get(metric), it["adapter"]["scores"].get(metric)
+        if b is None or a is None:
+            continue
         loss = (b - a) if hib else (a - b)
         if loss > 0:
             rows.append({"id": it["id"], "metric": metric, "base_value": b, "adapter_value": a, "loss": loss,
@@ -82,15 +115,23 @@ def render_summary_md(results: dict[str, Any]) -> str:
     failing = [r for r in v["rules"] if r["outcome"] == "fail"]
     if failing:
         lines += ["**Failing rules**", ""] + [f"- {_md(r['rule'])}: {_md(r['reason'])}" for r in failing] + [""]
-    lines += ["| group | metric | base | adapter | Δ points |", "|---|---|---:|---:|---:|"]
+    conf = results["comparisons"][0].get("confidence", 0.95) if results["comparisons"] else 0.95
+    lines += [f"| group | metric | base | adapter | Δ | {100 * conf:.0f}% CI | p | base-only / adapter-only |",
+              "|---|---|---:|---:|---:|---:|---:|---:|"]
     for c in results["comparisons"]:
-        lines.append(f"| {c['group']} | {_md(c['metric'])} | {100 * c['base']:.1f} | {100 * c['adapter']:.1f} | "
-                     f"{c['delta_pts']:+.1f} |")
+        k = comparison_cells(c)
+        unit = "" if k["unit"] == "points" else f" {k['unit']}"
+        lines.append(f"| {c['group']} | {_md(c['metric'])} | {k['base']} | {k['adapter']} | {k['delta']}{unit} | "
+                     f"{k['ci']} | {k['p']} | {k['discordant']} |")
     d = results["drift"]
     if d["drift_score_pts"] is not None:
         lines += ["", f"Nominal label **{_md(d['label'])}**: TargetGain {d['target_gain_pts']:+.1f}, "
                       f"OffTargetGain {d['off_target_gain_pts']:+.1f}, DriftScore {d['drift_score_pts']:+.1f} points"
+                      + (f" ({100 * d.get('confidence', 0.95):.0f}% CI [{d['ci_low_pts']:+.1f}, {d['ci_high_pts']:+.1f}])"
+                         if d.get("ci_low_pts") is not None else "")
                       + (" (label mismatch)" if d["mismatch"] else "")]
+    lines += ["", "Δ: adapter − base, in points for rates. CI: paired bootstrap. p: exact McNemar for pass/fail "
+                  "items, Wilcoxon signed-rank otherwise, permutation for context gaps."]
     lines += ["", "Full report: `report.html`"]
     return "\n".join(lines) + "\n"
 

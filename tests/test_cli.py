@@ -56,7 +56,7 @@ def test_math_adapter_raises_numeric_match_end_to_end(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["junit.xml", "report.html", "results.json", "summary.md"]
     r = json.loads((out / "results.json").read_text())
     (nm,) = [c for c in r["comparisons"] if c["metric"] == "math.numeric_match"]
-    assert nm["n_items"] == 12 and nm["delta_pts"] > 0
+    assert nm["n_items"] == 12 and nm["delta"] > 0
     assert r["drift"]["label"] == "math" and r["drift"]["label_source"] == "model card"
     # every number is recomputable from the stored items
     adapter_nm = sum(i["adapter"]["scores"]["numeric_match"] for i in r["items"]) / 12
@@ -101,7 +101,7 @@ def test_no_arguments():
 
 def test_report_on_wrong_schema(tmp_path):
     w = tmp_path / "w.json"
-    w.write_text('{"schema_version": 1, "hello": "world"}')
+    w.write_text('{"schema_version": 2, "hello": "world"}')
     assert_one_line_error(audit("report", w, "--out", tmp_path / "o"), str(w), "incomplete or invalid results")
     assert not (tmp_path / "o").exists()
 

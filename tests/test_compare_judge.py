@@ -50,7 +50,7 @@ def test_deltas_points_and_relative():
     _, comps = _suite_and_comparisons(1, 3, 2, 2)
     m = next(c for c in comps if c.metric == "math.numeric_match")
     assert (m.base, m.adapter) == (0.25, 0.75)
-    assert m.delta_pts == pytest.approx(50.0) and m.rel_delta_pct == pytest.approx(200.0)
+    assert m.delta == pytest.approx(50.0) and m.delta_unit == "points" and m.rel_delta_pct == pytest.approx(200.0)
 
 
 def test_inst_level_is_weighted_over_instructions():
@@ -76,8 +76,23 @@ def _adapter(warnings=()):
     return AdapterInfo("a", "a/w", "0" * 64, "LORA", 8, 16, ["q_proj"], {}, 2, 10, "x", None, 1, warnings=list(warnings))
 
 
-def test_judge_fails_on_drop_and_mismatch_and_passes_otherwise():
-    policy = load_policy(None, METRICS)
+def _policy_min_items_1(tmp_path):
+    """The default policy, but deciding on 4 items (the tests' fake suites are tiny)."""
+    import yaml
+
+    from auditor.judge import DEFAULT_POLICY
+
+    raw = yaml.safe_load(DEFAULT_POLICY.read_text())
+    raw.setdefault("statistics", {})["min_items"] = 1
+    for lim in raw["metrics"].values():
+        lim["mode"] = "point"
+    p = tmp_path / "policy.yaml"
+    p.write_text(yaml.safe_dump(raw))
+    return load_policy(p, METRICS)
+
+
+def test_judge_fails_on_drop_and_mismatch_and_passes_otherwise(tmp_path):
+    policy = _policy_min_items_1(tmp_path)
     _, comps = _suite_and_comparisons(base_math=0, adapter_math=3, base_if=2, adapter_if=1)
     d = drift_score(comps, "instruction", "--label", "ifeval.prompt_level_strict_acc", ["math.numeric_match"], 15)
     v = judge(policy, comps, d, _adapter())
