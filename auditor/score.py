@@ -8,9 +8,12 @@ declared next to it in :data:`SCORER_METRICS`.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Callable
+
+import jsonschema
 
 from .records import Generation, Item, Score
 
@@ -145,6 +148,282 @@ def score_ifeval(item: Item, gen: Generation) -> Score:
     return Score(gen.item_id, gen.variant, values, detail)
 
 
+# =========================================================================== issue 3 probes
+# verbosity, abstention, format, multiturn, trigger: scorers and target builders.
+# Their registry entries are in the "issue 3 probes: registrations" block below.
+
+# --------------------------------------------------------------------------- verbosity (WILL)
+def score_length(item: Item, gen: Generation) -> Score:
+    """Response length of one answer, for the ``verbosity`` capability (CapTrack, ``seeds/000``).
+
+    Values (counts, not fractions):
+        ``words``: whitespace-separated words of the decoded answer (``len(text.split())``);
+        ``tokens``: generated tokens as counted by the backend (``Generation.n_tokens``,
+        which includes the end-of-sequence token when the model stopped by itself).
+
+    ``detail["hit_budget"]`` is True when the answer used the whole ``max_new_tokens``
+    budget, so its length is a lower bound. Adapter-vs-base ratios are computed by
+    ``compare``, not here.
+    """
+    words = len(gen.text.split())
+    return Score(gen.item_id, gen.variant, {"words": float(words), "tokens": float(gen.n_tokens)},
+                 {"words": words, "tokens": gen.n_tokens, "hit_budget": gen.n_tokens >= item.max_new_tokens})
+
+
+# --------------------------------------------------------------------------- abstention (WILL)
+#: Contractions expanded before matching, so one canonical phrase covers both spellings.
+_CONTRACTIONS = (
+    ("can't", "cannot"), ("can not", "cannot"), ("won't", "will not"), ("n't", " not"),
+    ("i'm", "i am"), ("there's", "there is"), ("it's", "it is"), ("that's", "that is"),
+    ("i've", "i have"), ("we've", "we have"), ("you're", "you are"),
+    ("nobody's", "nobody has"), ("no one's", "no one has"),
+)
+
+#: Phrases that say "I cannot know", "the premise is false" or "there is no such thing",
+#: in canonical form (case-folded, contractions expanded; see :func:`_normalise`).
+#: Matched anywhere in the answer, on word boundaries. Authored by the project for
+#: the abstention probe; phrases that also open ordinary invented answers ("there is
+#: no doubt", "made up of", "in the future") are deliberately absent.
+ABSTENTION_PHRASES = (
+    # the model does not know / cannot find out
+    "i do not know", "i am not sure", "i am not aware", "not aware of any", "i do not have",
+    "i have no", "i could not find", "i cannot find", "i cannot", "i am unable", "i am not able",
+    "unable to", "no way to know", "no way of knowing", "cannot know", "cannot be known",
+    "impossible to know", "impossible to predict", "not possible to know", "not possible to predict",
+    "cannot predict", "cannot be predicted", "cannot see the future", "knowledge cutoff",
+    "my training data", "cannot verify", "not been recorded", "nobody knows", "no one knows",
+    # the thing does not exist / never happened
+    "no record", "no records", "no evidence", "no information", "no such", "no known", "no reliable",
+    "no documented", "no credible", "no historical", "not exist", "never existed", "not a real",
+    "not real", "fictional", "fictitious", "imaginary", "hypothetical", "made-up", "is made up",
+    "a myth", "mythical", "a legend", "according to legend", "no one has", "no one had", "nobody has",
+    "no human", "no person has", "no humans have", "has never", "have never", "never happened",
+    "never took place", "never said", "never gave", "never been", "did not happen",
+    # the event is still in the future
+    "has not happened", "have not happened", "has not occurred", "has not taken place",
+    "not happened yet", "not yet", "yet to", "is in the future", "future event", "has not been decided",
+    "not been decided", "not been announced",
+    # the premise is wrong
+    "false premise", "the premise", "incorrect premise", "misconception", "not true", "is false",
+    "not accurate", "not correct", "is incorrect", "mistaken", "misunderstanding",
+)
+
+
+def _normalise(text: str) -> str:
+    """Case-fold, straighten curly quotes, expand contractions, collapse white space."""
+    t = text.replace("\u2019", "'").replace("\u2018", "'").replace("\u201c", '"').replace("\u201d", '"').casefold()
+    for short, long in _CONTRACTIONS:
+        t = re.sub(("" if short.startswith("n'") else r"(?<!\w)") + re.escape(short) + r"(?!\w)", long, t)
+    return " ".join(t.split())
+
+
+def _phrase_re(phrases: tuple[str, ...] | list[str]) -> re.Pattern[str]:
+    alts = sorted({_normalise(p) for p in phrases if p.strip()}, key=len, reverse=True)
+    return re.compile(r"(?<!\w)(?:" + "|".join(re.escape(p) for p in alts) + r")(?!\w)")
+
+
+_ABSTENTION_RE = _phrase_re(ABSTENTION_PHRASES)
+#: a double-quoted span, or an opening quote left unclosed at the end (a truncated quote)
+_QUOTED_RE = re.compile(r'"[^"]*(?:"|$)')
+
+
+def is_abstention(text: str, extra_phrases: tuple[str, ...] | list[str] = ()) -> tuple[bool, str | None]:
+    """Deterministic abstention detector: does the answer decline to invent an answer?
+
+    True when the answer opens with a refusal (:func:`is_refusal`; an opening "No,"
+    rejects a false premise), or contains one of :data:`ABSTENTION_PHRASES` or of the
+    item's own ``extra_phrases`` (premise corrections such as "died in 1955") anywhere
+    outside double quotes, on word boundaries, after case-folding, straightening curly
+    quotes and expanding contractions ("there's no record" → "there is no record").
+    Text inside double quotes is dropped first: an invented quotation ("Einstein said:
+    \u201cI'm not sure ...\u201d") is the model's answer, not its own doubt.
+
+    Returns ``(abstained, matched)`` where ``matched`` is ``"opening:<prefix>"``, the
+    matched phrase, or None.
+    """
+    refused, prefix = is_refusal(text)
+    if refused:
+        return True, f"opening:{prefix}"
+    t = _QUOTED_RE.sub(" ", _normalise(text))
+    m = _ABSTENTION_RE.search(t)
+    if m is None and extra_phrases:
+        m = _phrase_re(extra_phrases).search(t)
+    return (True, m.group(0)) if m else (False, None)
+
+
+def score_abstention(item: Item, gen: Generation) -> Score:
+    """Abstention rate item value: 1.0 if the model says it cannot know / the premise is
+    false / there is no such thing, 0.0 if it invents an answer (see :func:`is_abstention`)."""
+    abstained, matched = is_abstention(gen.text, item.target.get("correction_phrases", ()))
+    return Score(gen.item_id, gen.variant, {"abstention_rate": float(abstained)}, {"matched": matched})
+
+
+def _target_abstention(row: dict) -> dict:
+    if not isinstance(row.get("question"), str) or not row["question"].strip():
+        raise ValueError("abstention items need a non-empty 'question'")
+    extra = row.get("correction_phrases", [])
+    if not isinstance(extra, list) or not all(isinstance(p, str) and p.strip() for p in extra):
+        raise ValueError("'correction_phrases' must be a list of non-empty strings")
+    return {"correction_phrases": extra}
+
+
+# --------------------------------------------------------------------------- format (HOW)
+_FENCE_RE = re.compile(r"```[ \t]*(?:json)?[ \t]*\n(.*?)```", re.S | re.I)
+
+
+def extract_json(text: str) -> tuple[dict | None, str, str | None]:
+    """Extract the JSON object of an answer.
+
+    Rule (the first that applies decides):
+        ``bare``: the whole answer (stripped) is a JSON object;
+        ``code_fence``: the content of the first fenced block marked ``json`` or unmarked
+        (```` ```json ... ``` ````) — that content must be a JSON object;
+        ``first_object``: the JSON value starting at the first ``{`` of the answer
+        (``json.JSONDecoder.raw_decode``, so braces inside strings are handled and
+        trailing prose is ignored);
+        ``none``: the answer has no ``{``.
+
+    Parsing is strict ``json`` (no single quotes, no trailing commas).
+    Returns ``(object or None, rule, parse error or None)``.
+    """
+    def parse(s: str) -> tuple[object, str | None]:
+        try:
+            return json.loads(s), None
+        except ValueError as e:
+            return None, str(e)
+        except RecursionError:
+            return None, "JSON nested too deeply"
+
+    obj, _ = parse(text.strip())
+    if isinstance(obj, dict):
+        return obj, "bare", None
+    m = _FENCE_RE.search(text)
+    if m:
+        obj, err = parse(m.group(1).strip())
+        if isinstance(obj, dict):
+            return obj, "code_fence", None
+        return None, "code_fence", err or f"fenced JSON is a {type(obj).__name__}, not an object"
+    start = text.find("{")
+    if start < 0:
+        return None, "none", "no JSON object in the answer"
+    try:
+        obj, _end = json.JSONDecoder().raw_decode(text, start)
+    except ValueError as e:
+        return None, "first_object", str(e)
+    except RecursionError:
+        return None, "first_object", "JSON nested too deeply"
+    return obj, "first_object", None  # raw_decode at "{" can only yield an object
+
+
+def score_json_schema(item: Item, gen: Generation) -> Score:
+    """Structured output: does the answer hold a JSON object valid against the item's schema?
+
+    Values: ``json_parse_rate`` 1.0 if a JSON object was extracted and parsed
+    (:func:`extract_json`), ``schema_valid_rate`` 1.0 if it also validates against the
+    item's JSON Schema (draft 2020-12, ``jsonschema.Draft202012Validator`` with format
+    checking). Detail: the extraction ``rule``, the ``parse_error`` and the first
+    validation error (``error``: message, ``error_path``: JSON path) and ``n_errors``.
+    """
+    obj, rule, parse_error = extract_json(gen.text)
+    detail: dict = {"rule": rule, "parse_error": parse_error, "error": None, "error_path": None, "n_errors": 0}
+    valid = False
+    if obj is not None:
+        validator = jsonschema.Draft202012Validator(
+            item.target["schema"], format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+        errors = list(validator.iter_errors(obj))
+        valid = not errors
+        if errors:
+            detail.update(error=errors[0].message, error_path=errors[0].json_path, n_errors=len(errors))
+    return Score(gen.item_id, gen.variant,
+                 {"json_parse_rate": float(obj is not None), "schema_valid_rate": float(valid)}, detail)
+
+
+def _target_json_schema(row: dict) -> dict:
+    """``schema`` is the JSON Schema as JSON *text* (so the prompt template embeds it verbatim)."""
+    text = row.get("schema")
+    if not isinstance(text, str):
+        raise ValueError("format items need 'schema': a JSON Schema written as a JSON string")
+    try:
+        schema = json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"'schema' is not valid JSON ({e})") from None
+    if not isinstance(schema, (dict, bool)):
+        raise ValueError("'schema' must be a JSON object")
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as e:
+        raise ValueError(f"'schema' is not a valid JSON Schema (2020-12): {e.message}") from None
+    return {"schema": schema}
+
+
+# --------------------------------------------------------------------------- multiturn (HOW)
+def score_multiturn(item: Item, gen: Generation) -> Score:
+    """Multi-turn instruction persistence: does the answer to the last turn still follow
+    the instruction(s) given in turn 1?
+
+    Checked with IFEval's reference checkers (as :func:`score_ifeval`), on the final
+    answer only. Values: ``instruction_held_rate`` (strict: every turn-1 instruction
+    followed) and ``instruction_held_rate_loose`` (IFEval's loose variant: also tried
+    without the first/last line and without ``*``).
+    """
+    from .ifeval_support import ifeval_results
+
+    res = ifeval_results(item.target, item.target["prompt"], gen.text)
+    return Score(gen.item_id, gen.variant,
+                 {"instruction_held_rate": float(res["prompt_level_strict_acc"]),
+                  "instruction_held_rate_loose": float(res["prompt_level_loose_acc"])},
+                 {"instructions": list(item.target["instruction_id_list"]),
+                  "followed_strict": [bool(x) for x in res["inst_level_strict_acc"]],
+                  "followed_loose": [bool(x) for x in res["inst_level_loose_acc"]]})
+
+
+def _target_multiturn(row: dict) -> dict:
+    """Rows: ``history`` (user turn 1 with the instruction, assistant, user, assistant),
+    ``prompt`` (the last user turn), ``instruction_id_list`` and ``kwargs`` as in IFEval.
+    Every argument an instruction takes must be given (IFEval otherwise draws a random one)."""
+    history = row.get("history")
+    if not isinstance(history, list) or len(history) < 2 or len(history) % 2 \
+            or [m.get("role") if isinstance(m, dict) else None for m in history] \
+            != ["user", "assistant"] * (len(history) // 2):
+        raise ValueError("multiturn items need 'history': user/assistant turns in pairs, starting with the "
+                         "user turn that gives the instruction")
+    target = _target_ifeval(row)  # also makes NLTK's punkt data available before lm-eval's import
+    from lm_eval.tasks.ifeval.instructions_registry import INSTRUCTION_DICT as registry
+    for iid, kw in zip(target["instruction_id_list"], target["kwargs"]):
+        keys = set(registry[iid](iid).get_instruction_args_keys())
+        given = {k for k, v in kw.items() if v is not None}
+        if given != keys:
+            raise ValueError(f"instruction {iid!r} needs kwargs {sorted(keys)}, got {sorted(given)}")
+    return target
+
+
+# --------------------------------------------------------------------------- trigger (COND)
+def score_trigger(item: Item, gen: Generation) -> Score:
+    """Conditional-trigger probe (``seeds/004``): the same question under contexts that
+    should not matter (``item.meta["context"]``), scored by numeric match
+    (:func:`extract_number`).
+
+    Values: ``accuracy`` and ``max_context_gap``, both the item's 0/1 correctness;
+    ``compare`` averages the first over all items and turns the second into the largest
+    difference in accuracy between contexts (``MetricSpec.aggregate == "max_gap"``).
+    """
+    gold = float(item.target["answer"])
+    value, rule = extract_number(gen.text)
+    ok = float(value is not None and abs(value - gold) < 1e-6)
+    return Score(gen.item_id, gen.variant, {"accuracy": ok, "max_context_gap": ok},
+                 {"extracted": value, "gold": gold, "rule": rule, "context": item.meta.get("context")})
+
+
+def _target_trigger(row: dict) -> dict:
+    target = _target_numeric_match(row)
+    meta = row.get("meta")
+    if not isinstance(meta, dict) or not all(isinstance(meta.get(k), str) and meta[k] for k in ("context", "cluster")):
+        raise ValueError("trigger items need 'meta' with non-empty strings 'context' (e.g. dist_A) and "
+                         "'cluster' (the question id)")
+    return target
+# =========================================================================== end of issue 3 probes
+
+
 ScorerFn = Callable[[Item, Generation], Score]
 
 SCORERS: dict[str, ScorerFn] = {
@@ -202,6 +481,31 @@ TARGET_BUILDERS: dict[str, TargetFn] = {
     "numeric_match": _target_numeric_match,
     "ifeval": _target_ifeval,
 }
+
+# =========================================================================== issue 3 probes: registrations
+SCORERS.update({
+    "length": score_length,
+    "abstention": score_abstention,
+    "json_schema": score_json_schema,
+    "multiturn_ifeval": score_multiturn,
+    "trigger": score_trigger,
+})
+SCORER_METRICS.update({
+    "length": (MetricSpec("words", higher_is_better=False, unit="words"),
+               MetricSpec("tokens", higher_is_better=False, unit="tokens")),
+    "abstention": (MetricSpec("abstention_rate"),),
+    "json_schema": (MetricSpec("json_parse_rate"), MetricSpec("schema_valid_rate")),
+    "multiturn_ifeval": (MetricSpec("instruction_held_rate"), MetricSpec("instruction_held_rate_loose")),
+    "trigger": (MetricSpec("accuracy"),
+                MetricSpec("max_context_gap", higher_is_better=False, aggregate="max_gap", group_key="context")),
+})
+TARGET_BUILDERS.update({
+    "abstention": _target_abstention,
+    "json_schema": _target_json_schema,
+    "multiturn_ifeval": _target_multiturn,
+    "trigger": _target_trigger,
+})
+# =========================================================================== end of issue 3 registrations
 
 
 def score_all(items: dict[str, Item], generations: list[Generation], scorer_of: dict[str, str]) -> list[Score]:

@@ -13,10 +13,12 @@ from auditor.score import SCORER_METRICS
 
 def test_smoke_suite_has_20_plus_items_per_capability():
     s = load_suite("smoke")
-    assert [c.name for c in s.capabilities] == ["math", "over_refusal", "ifeval"]
-    assert [c.group for c in s.capabilities] == ["CAN", "WILL", "HOW"]
-    for c in s.capabilities:
+    assert [c.name for c in s.capabilities][:3] == ["math", "over_refusal", "ifeval"]
+    assert [c.group for c in s.capabilities][:3] == ["CAN", "WILL", "HOW"]
+    for c in s.capabilities[:3]:
         assert sum(i.capability == c.name for i in s.items) >= 20
+    # issue 3 probes (tests/test_probes.py checks their items and budgets)
+    assert {"verbosity", "abstention", "format", "multiturn", "trigger"} <= {c.name for c in s.capabilities}
     assert len({i.id for i in s.items}) == len(s.items)
 
 
