@@ -95,11 +95,25 @@ def ifeval_results(target: dict[str, Any], prompt: str, response: str) -> dict[s
     Returns:
         lm-eval's ``process_results`` dict: ``prompt_level_strict_acc`` (bool),
         ``inst_level_strict_acc`` (list[bool]) and the loose counterparts.
+
+    Determinism: the reference checkers draw from Python's ``random`` when an
+    argument is missing or invalid (e.g. ``keywords:letter_frequency`` with a
+    non-letter such as ``"#"`` — IFEval keys 1122, 1129 — picks a random
+    letter), and langdetect is randomised. Both are seeded for every call
+    (``random`` state is saved and restored), so the same response always
+    gets the same score.
     """
+    import random
+
     from langdetect import DetectorFactory
 
     utils = _lm_eval_ifeval()
     DetectorFactory.seed = 0
     doc = {"key": 0, "prompt": prompt, "instruction_id_list": target["instruction_id_list"],
            "kwargs": target["kwargs"]}
-    return utils.process_results(doc, [response])
+    state = random.getstate()
+    random.seed(0)
+    try:
+        return utils.process_results(doc, [response])
+    finally:
+        random.setstate(state)
