@@ -53,6 +53,8 @@ class AuditOptions:
     capabilities: tuple[str, ...] = ()
     batch_size: int = 24
     dtype: str = "float32"
+    #: local folder with standard benchmark files (``--data-dir`` / ``$AUDITOR_DATA_DIR``)
+    data_dir: str | None = None
 
 
 def run_audit(opts: AuditOptions, log: Any = print) -> dict[str, Any]:
@@ -63,7 +65,7 @@ def run_audit(opts: AuditOptions, log: Any = print) -> dict[str, Any]:
     """
     t_start = time.perf_counter()
     preflight_adapter(opts.adapter)
-    suite = load_suite(opts.suite, limit=opts.limit, only=opts.capabilities)
+    suite = load_suite(opts.suite, limit=opts.limit, only=opts.capabilities, data_dir=opts.data_dir)
     policy = load_policy(opts.policy, list(suite.all_metrics))
     if any(c.scorer == "ifeval" for c in suite.capabilities):
         from .ifeval_support import PunktDataError, ensure_punkt

@@ -77,8 +77,11 @@ def _print_summary(results: dict) -> None:
               help="Report folder.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=24, show_default=True,
               help="Prompts per generate call (same batches for base and adapter).")
+@click.option("--data-dir", default=None, envvar="AUDITOR_DATA_DIR", show_envvar=True,
+              help="Folder with local copies of the standard benchmark files (IFEval, GSM8K, XSTest, "
+                   "MMLU-Redux) for suites that use them; without it they are fetched from the Hugging Face hub.")
 def run_cmd(adapter: str, base: str | None, policy: str | None, suite: str, label: str | None, limit: int | None,
-            capabilities: tuple[str, ...], out: Path, batch_size: int) -> None:
+            capabilities: tuple[str, ...], out: Path, batch_size: int, data_dir: str | None) -> None:
     """Audit ADAPTER (a PEFT adapter folder or its adapter_model.safetensors)."""
     from .audit import AuditOptions, run_audit
     from .report import check_out_dir, write_reports
@@ -86,7 +89,8 @@ def run_cmd(adapter: str, base: str | None, policy: str | None, suite: str, labe
     check_out_dir(out)
 
     results = run_audit(AuditOptions(adapter=adapter, base=base, policy=policy, suite=suite, label=label,
-                                     limit=limit, capabilities=capabilities, batch_size=batch_size),
+                                     limit=limit, capabilities=capabilities, batch_size=batch_size,
+                                     data_dir=data_dir),
                         log=lambda m: console.print(m))
     paths = write_reports(results, out)
     _print_summary(results)
