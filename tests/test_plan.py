@@ -11,12 +11,15 @@ from auditor.plan import load_suite, plan_requests
 from auditor.score import SCORER_METRICS
 
 
-def test_smoke_suite_has_20_plus_items_per_capability():
+def test_smoke_suite_has_16_plus_items_per_capability():
     s = load_suite("smoke")
-    assert [c.name for c in s.capabilities] == ["math", "over_refusal", "ifeval"]
-    assert [c.group for c in s.capabilities] == ["CAN", "WILL", "HOW"]
+    groups = {c.name: c.group for c in s.capabilities}
+    assert {k: groups[k] for k in ("math", "over_refusal", "ifeval", "knowledge", "robustness", "multilingual",
+                                   "harmful_refusal")} == {
+        "math": "CAN", "over_refusal": "WILL", "ifeval": "HOW", "knowledge": "CAN", "robustness": "CAN",
+        "multilingual": "CAN", "harmful_refusal": "WILL"}
     for c in s.capabilities:
-        assert sum(i.capability == c.name for i in s.items) >= 20
+        assert sum(i.capability == c.name for i in s.items) >= 16
     assert len({i.id for i in s.items}) == len(s.items)
 
 
