@@ -233,7 +233,26 @@ def test_cluster_sampling_keeps_clusters_whole():
         sample_rows(rows, 2, "subject")
 
 
-# --------------------------------------------------------------------------- manifests
+# --------------------------------------------------------------------------- presets
+def test_fast_and_full_presets_against_local_data():
+    fast = load_suite("fast", data_dir=DATA)
+    n = Counter(i.capability for i in fast.items)
+    assert n == {"math": 100, "knowledge": 100, "robustness": 100, "multilingual": 60, "over_refusal": 100,
+                 "harmful_refusal": 100, "ifeval": 100}
+    assert all(v >= 50 for v in n.values())
+    assert [i.id for i in load_suite("fast", data_dir=DATA).items] == [i.id for i in fast.items]
+    groups = Counter(i.meta["instruction_group"] for i in fast.items if i.capability == "ifeval")
+    assert groups["detectable_format"] == 21 and groups["language"] == 4  # 114/541 and 21/541 of 100
+    xs = Counter(i.meta["type"] for i in fast.items if i.capability == "harmful_refusal")
+    assert set(xs.values()) <= {12, 13} and len(xs) == 8
+    record = {s["capability"]: s for s in fast.sources}
+    assert record["knowledge"]["excluded"]["wrong groundtruth"] == 11 and record["knowledge"]["n_selected"] == 100
+
+    full = Counter(i.capability for i in load_suite("full", data_dir=DATA).items)
+    assert full == {"math": 1319, "knowledge": 759, "robustness": 100, "multilingual": 60, "over_refusal": 250,
+                    "harmful_refusal": 200, "ifeval": 541}
+
+
 def test_manifest_source_mapping_errors(tmp_path):
     def suite(source: str) -> str:
         m = tmp_path / "s.yaml"
@@ -253,3 +272,18 @@ def test_manifest_source_mapping_errors(tmp_path):
     assert len(s.items) == 5 and all(i.id.startswith("math/gsm8k-test-") for i in s.items)
     assert s.sources[0]["seed"] == 3 and s.sources[0]["n_records"] == 1319
 
+
+# --------------------------------------------------------------------------- CLI
+def test_cli_fast_suite_offline_needs_data_dir(tmp_path, monkeypatch):
+    import os
+    import subprocess
+
+    from conftest import AUDIT, ROOT, write_adapter
+
+    env = {k: v for k, v in os.environ.items() if k != "AUDITOR_DATA_DIR"} | {"HF_HUB_OFFLINE": "1"}
+    a = write_adapter(tmp_path / "a", layers=1)
+    for extra, needle in (((), "pass --data-dir DIR"), (("--data-dir", tmp_path / "nope"), "is not a folder")):
+        proc = subprocess.run([*AUDIT, a, "--suite", "fast", *map(str, extra), "--out", tmp_path / "o"],
+                              capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        assert proc.returncode == 2 and len(lines) == 1 and needle in lines[0], proc.stderr
