@@ -370,16 +370,22 @@ def _hub_offline() -> bool:
                for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
 
 
-def _hub_split(hub_id: str, config: str | None, split: str) -> Any:
-    """One split of a hub dataset, fetched and cached by ``datasets``."""
+def _hub_split(hub_id: str, config: str | None, split: str | None) -> Any:
+    """One split of a hub dataset, fetched and cached by ``datasets``.
+
+    ``split=None``: the dataset's ``test`` split, else its only/first one.
+    """
     import datasets  # lazy: heavy, and only needed without a data dir
 
     try:
-        return datasets.load_dataset(hub_id, config, split=split)
+        ds = datasets.load_dataset(hub_id, config, split=split)
     except Exception as e:  # network, auth, missing config/split: all the user's to fix
-        raise AuditInputError(f"hub:{hub_id}", f"could not load split {split!r}"
-                                               f"{f' of config {config!r}' if config else ''} "
+        what = f"split {split!r}" if split else "the dataset"
+        raise AuditInputError(f"hub:{hub_id}", f"could not load {what}{f' of config {config!r}' if config else ''} "
                                                f"({type(e).__name__}: {e}); pass --data-dir DIR with a local copy") from None
+    if split is None:
+        ds = ds["test"] if "test" in ds else ds[next(iter(ds))]
+    return ds
 
 
 def _hub_ifeval(hub_id: str, split: str) -> BenchmarkRows:
@@ -395,14 +401,7 @@ def _hub_gsm8k(hub_id: str, split: str) -> BenchmarkRows:
 
 
 def _hub_xstest(hub_id: str, split: str) -> BenchmarkRows:
-    import datasets
-
-    try:
-        dd = datasets.load_dataset(hub_id)
-    except Exception as e:
-        raise AuditInputError(f"hub:{hub_id}", f"could not load ({type(e).__name__}: {e}); "
-                                               "pass --data-dir DIR with a local xstest_prompts.csv") from None
-    part = dd["test"] if "test" in dd else dd[next(iter(dd))]
+    part = _hub_split(hub_id, None, None)
     return xstest_rows(((f"record {i}", dict(r)) for i, r in enumerate(part)), f"hub:{hub_id}", hub_id, split)
 
 
