@@ -22,7 +22,7 @@ from .generate import HFBackend
 from .inspection import inspect_adapter, preflight_adapter
 from .judge import judge, load_policy
 from .models import resolve_base
-from .plan import load_suite, plan_requests
+from .plan import load_suite, plan_requests, preset_metric_units
 from .records import to_plain
 from .report import RESULTS_SCHEMA_VERSION
 from .score import score_all
@@ -53,6 +53,8 @@ class AuditOptions:
     capabilities: tuple[str, ...] = ()
     batch_size: int = 24
     dtype: str = "float32"
+    #: local folder with standard benchmark files (``--data-dir`` / ``$AUDITOR_DATA_DIR``)
+    data_dir: str | None = None
     #: replay the base variant with another batch composition and count changed answers
     noise_floor: bool = False
 
@@ -88,8 +90,9 @@ def run_audit(opts: AuditOptions, log: Any = print) -> dict[str, Any]:
     """
     t_start = time.perf_counter()
     preflight_adapter(opts.adapter)
-    suite = load_suite(opts.suite, limit=opts.limit, only=opts.capabilities)
-    policy = load_policy(opts.policy, list(suite.all_metrics), suite.metric_units)
+    suite = load_suite(opts.suite, limit=opts.limit, only=opts.capabilities, data_dir=opts.data_dir)
+    units = {**preset_metric_units(), **suite.metric_units}
+    policy = load_policy(opts.policy, sorted(units), units)
     if any(c.scorer == "ifeval" for c in suite.capabilities):
         from .ifeval_support import PunktDataError, ensure_punkt
 

@@ -83,8 +83,11 @@ def _print_summary(results: dict) -> None:
               help="Prompts per generate call (same batches for base and adapter).")
 @click.option("--noise-floor", is_flag=True,
               help="Replay the base variant with another batch composition and report how many answers change.")
+@click.option("--data-dir", default=None, envvar="AUDITOR_DATA_DIR", show_envvar=True,
+              help="Folder with local copies of the standard benchmark files (IFEval, GSM8K, XSTest, "
+                   "MMLU-Redux) for suites that use them; without it they are fetched from the Hugging Face hub.")
 def run_cmd(adapter: str, base: str | None, policy: str | None, suite: str, label: str | None, limit: int | None,
-            capabilities: tuple[str, ...], out: Path, batch_size: int, noise_floor: bool) -> None:
+            capabilities: tuple[str, ...], out: Path, batch_size: int, noise_floor: bool, data_dir: str | None) -> None:
     """Audit ADAPTER (a PEFT adapter folder or its adapter_model.safetensors)."""
     from .audit import AuditOptions, run_audit
     from .report import check_out_dir, write_reports
@@ -93,7 +96,7 @@ def run_cmd(adapter: str, base: str | None, policy: str | None, suite: str, labe
 
     results = run_audit(AuditOptions(adapter=adapter, base=base, policy=policy, suite=suite, label=label,
                                      limit=limit, capabilities=capabilities, batch_size=batch_size,
-                                     noise_floor=noise_floor),
+                                     noise_floor=noise_floor, data_dir=data_dir),
                         log=lambda m: console.print(m))
     paths = write_reports(results, out)
     _print_summary(results)

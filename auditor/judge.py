@@ -201,8 +201,8 @@ def load_policy(path: str | Path | None, metric_names: list[str], units: dict[st
 
     Args:
         path: policy YAML, or None for the default policy.
-        metric_names: the suite's metrics (``<capability>.<metric>``); every
-            metric the policy names must be one of them.
+        metric_names: the metrics a policy may name (``<capability>.<metric>``:
+            the suite's and the built-in presets'); any other name is refused.
         units: metric → unit (``fraction``, ``words``, ...); ``*_pts`` limits and
             DriftScore labels are refused on metrics that are not fractions.
 
@@ -253,7 +253,7 @@ def load_policy(path: str | Path | None, metric_names: list[str], units: dict[st
             line = _line_of(node, keypath)
             raise AuditInputError(
                 p, f"{'.'.join(map(str, keypath))}{f' (line {line})' if line else ''}: unknown metric {name!r}; "
-                   f"the suite has {sorted(known)}")
+                   f"known metrics: {', '.join(sorted(known))}")
 
     units = units or {}
 

@@ -11,14 +11,15 @@ from auditor.plan import load_suite, plan_requests
 from auditor.score import SCORER_METRICS
 
 
-def test_smoke_suite_has_20_plus_items_per_capability():
+def test_smoke_suite_covers_can_will_how_cond_with_12_plus_items_each():
     s = load_suite("smoke")
-    assert [c.name for c in s.capabilities][:3] == ["math", "over_refusal", "ifeval"]
-    assert [c.group for c in s.capabilities][:3] == ["CAN", "WILL", "HOW"]
-    for c in s.capabilities[:3]:
-        assert sum(i.capability == c.name for i in s.items) >= 20
-    # issue 3 probes (tests/test_probes.py checks their items and budgets)
-    assert {"verbosity", "abstention", "format", "multiturn", "trigger"} <= {c.name for c in s.capabilities}
+    groups = {c.name: c.group for c in s.capabilities}
+    assert groups == {
+        "math": "CAN", "knowledge": "CAN", "robustness": "CAN", "multilingual": "CAN",
+        "over_refusal": "WILL", "harmful_refusal": "WILL", "verbosity": "WILL", "abstention": "WILL",
+        "ifeval": "HOW", "format": "HOW", "multiturn": "HOW", "trigger": "COND"}
+    for c in s.capabilities:
+        assert sum(i.capability == c.name for i in s.items) >= 12
     assert len({i.id for i in s.items}) == len(s.items)
 
 
