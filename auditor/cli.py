@@ -19,6 +19,8 @@ from .report import comparison_cells
 from .errors import EXIT_INPUT_ERROR, EXIT_POLICY_FAIL, EXIT_PASS, AuditInputError
 
 console = Console(stderr=True, highlight=False)
+if not console.is_terminal:  # CI logs: rich would default to 80 columns and fold the table
+    console = Console(stderr=True, highlight=False, width=150)
 
 
 class _DefaultToRun(click.Group):

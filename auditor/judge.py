@@ -332,10 +332,10 @@ def _decide(pend: list[_Pending], stats_cfg: dict[str, Any]) -> None:
             o.reason += f"; only {o.n_items} items (policy min_items {stats_cfg['min_items']}): inconclusive"
 
 
-def _ci_text(ci: list[float] | None, unit: str, conf: float) -> str:
+def _ci_text(ci: list[float] | None, what: str, conf: float) -> str:
     if not ci or ci[0] is None or ci[1] is None:
         return ""
-    return f", {100 * conf:.0f}% CI [{ci[0]:+.1f}, {ci[1]:+.1f}] {unit}"
+    return f", {100 * conf:.0f}% CI of {what} [{ci[0] + 0.0:+.1f}, {ci[1] + 0.0:+.1f}]"
 
 
 def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResult, adapter: AdapterInfo,
@@ -382,14 +382,14 @@ def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResul
                 name = f"{metric}: max {kind}"
             moved = sign * est
             moved_draws = None if draws is None else sign * np.asarray(draws, dtype=float)
-            moved_ci = None if ci is None or ci[0] is None else sorted([sign * ci[0], sign * ci[1]])
+            moved_ci = None if ci is None or ci[0] is None else sorted([sign * ci[0] + 0.0, sign * ci[1] + 0.0])
             limit = float(lim[key])
             p_within_limit, p_beyond_limit = _one_sided(moved_draws, limit)
             shown = (f"{100 * c.base:.1f} → {100 * c.adapter:.1f}" if c.is_fraction
                      else f"{c.base:.1f} → {c.adapter:.1f} {c.unit}")
             verb = "rose" if est > 0 else "dropped" if est < 0 else "changed"
-            reason = (f"{metric} {verb} by {abs(est):.1f} {unit} ({shown}){_ci_text(moved_ci, kind, c.confidence)}; "
-                      f"limit {limit:g} {unit} {kind}; mode {mode}")
+            reason = (f"{metric} {verb} by {abs(est):.1f} {unit} ({shown}){_ci_text(ci, 'Δ', c.confidence)}; "
+                      f"limit: {kind} ≤ {limit:g} {unit}; mode {mode}")
             o = RuleOutcome(name, "pass", reason, value=round(moved, 6), limit=limit, mode=mode,
                             ci=moved_ci, n_items=c.n_items)
             rules.append(o)
@@ -417,8 +417,7 @@ def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResul
             "nominal label: DriftScore", "pass",
             f"label {drift.label!r} promises {drift.target_metric}: TargetGain {drift.target_gain_pts:+.1f}, "
             f"OffTargetGain {drift.off_target_gain_pts:+.1f}, DriftScore {drift.drift_score_pts:+.1f} points"
-            f"{_ci_text(ci, 'points', drift.confidence)} (limit {limit:g}; mode {mode})"
-            + (" — label mismatch" if drift.mismatch else ""),
+            f"{_ci_text(ci, 'DriftScore', drift.confidence)} (limit {limit:g}; mode {mode})",
             value=round(drift.drift_score_pts, 6), limit=limit, mode=mode, ci=ci,
             n_items=min(by[m].n_items for m in (drift.target_metric, *drift.off_target_metrics)))
         rules.append(o)
@@ -427,6 +426,9 @@ def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResul
         pend.append(_Pending(o, mode, p_within_limit, p_beyond_limit, expanded_alpha(drift.confidence, n_units) / 2,
                              drift.mismatch, o.n_items < stats_cfg["min_items"], d["on_label_mismatch"]))
     _decide(pend, stats_cfg)
+    for r in pend:
+        if r.outcome.rule == "nominal label: DriftScore" and r.outcome.decision == "fail":
+            r.outcome.reason += " — label mismatch"
 
     if noise_floor is not None and noise_floor.get("n_differ", 0) > 0:
         rules.append(RuleOutcome(

@@ -57,12 +57,12 @@ def comparison_cells(c: dict[str, Any]) -> dict[str, str]:
     scale = 100.0 if frac else 1.0
     ci = "—"
     if c.get("ci_low") is not None and c.get("ci_high") is not None:
-        ci = f"[{c['ci_low']:+.1f}, {c['ci_high']:+.1f}]"
+        ci = f"[{c['ci_low'] + 0.0:+.1f}, {c['ci_high'] + 0.0:+.1f}]"
     disc = c.get("discordant") or {}
     return {
         "base": f"{scale * c['base']:.1f}",
         "adapter": f"{scale * c['adapter']:.1f}",
-        "delta": f"{c['delta']:+.1f}",
+        "delta": f"{c['delta'] + 0.0:+.1f}",
         "unit": "points" if frac else c["unit"],
         "ci": ci,
         "rel": "—" if c.get("rel_delta_pct") is None else f"{c['rel_delta_pct']:+.0f}%",

@@ -129,3 +129,34 @@ def test_bad_suite_items(tmp_path, row, needle):
                                      "max_new_tokens: 8}\n")
     proc = audit(write_adapter(tmp_path / "a"), "--suite", tmp_path / "s.yaml", "--out", tmp_path / "o")
     assert_one_line_error(proc, "items.jsonl", needle)
+
+
+@pytest.mark.slow
+def test_three_runs_give_byte_identical_results_apart_from_timestamps_and_durations(tmp_path):
+    """Same inputs → same results.json bytes, except run.created_at and run.timings (3 runs).
+
+    The runs also replay the base variant (--noise-floor), so the noise-floor
+    report is part of what must repeat."""
+    texts = []
+    for k in range(3):
+        out = tmp_path / f"run{k}"
+        proc = audit(DEMO_ADAPTERS / "terse-instruct-r8", "--capability", "math", "--capability", "knowledge",
+                     "--capability", "format", "--limit", "3", "--batch-size", "4", "--noise-floor", "--out", out)
+        assert proc.returncode in (0, 1), proc.stderr
+        texts.append((out / "results.json").read_text())
+    stripped = []
+    for t in texts:
+        r = json.loads(t)
+        assert r["run"].pop("created_at") and r["run"].pop("timings")
+        stripped.append(json.dumps(r, indent=2))
+    assert stripped[0] == stripped[1] == stripped[2]
+    r = json.loads(texts[0])
+    nf = r["noise_floor"]
+    assert nf["n_items"] == 9 and nf["batch_sizes"] == [4, 2]
+    assert 0 <= nf["n_score_differ"] <= nf["n_differ"] <= 9 and len(nf["items_differ"]) == nf["n_differ"]
+    assert set(nf["items_differ"]) <= set(r["suite"]["item_ids"])
+    rules = {x["rule"]: x for x in r["verdict"]["rules"]}
+    assert ("noise floor: base replay identical" in rules) == (nf["n_differ"] > 0)
+    # every comparison carries its interval, test and discordant counts
+    for c in r["comparisons"]:
+        assert c["ci_low"] <= c["delta"] <= c["ci_high"] and c["test"] and 0 <= c["p_value"] <= 1
