@@ -21,7 +21,7 @@ import yaml
 from .errors import AuditInputError
 from .records import Item, Request
 from .score import SCORER_METRICS, TARGET_BUILDERS, MetricSpec
-from .sources import BENCHMARKS, LETTERS, load_benchmark, read_jsonl, sample_rows
+from .sources import BENCHMARKS, LETTERS, first_rows, load_benchmark, read_jsonl, sample_rows
 
 SUITES_DIR = Path(__file__).parent / "suites"
 VARIANTS = ("base", "adapter")
@@ -31,7 +31,9 @@ VARIANTS = ("base", "adapter")
 #: how to sample it: ``split``, ``sample`` (a count or ``all``), ``stratify`` (a row
 #: field, looked up in ``meta`` first), ``seed`` (numpy default_rng), ``unit``
 #: (``item`` or ``cluster``: rows sharing ``meta.cluster`` are drawn together) and
-#: ``hub`` (the hub dataset to fetch when no data dir is given).
+#: ``hub`` (the hub dataset to fetch when no data dir is given). Instead of
+#: ``sample``/``stratify``/``seed``, ``first: N`` keeps the first N units in source
+#: order (a fixed subset that survives rows appended to the file).
 SOURCE_SCHEMA: dict[str, Any] = {
     "type": ["string", "object"],
     "minLength": 1,
@@ -44,6 +46,7 @@ SOURCE_SCHEMA: dict[str, Any] = {
         "sample": {"anyOf": [{"type": "integer", "minimum": 1}, {"const": "all"}]},
         "stratify": {"type": "string", "minLength": 1},
         "seed": {"type": "integer", "minimum": 0},
+        "first": {"type": "integer", "minimum": 1},
         "unit": {"enum": ["item", "cluster"]},
     },
 }
@@ -99,7 +102,7 @@ class Suite:
     all_metrics: tuple[str, ...] = ()
     #: per capability run: where its items came from and how they were sampled
     #: (benchmark or path, split, origin, n_records, excluded, sample, stratify,
-    #: seed, unit, n_selected), for results.json
+    #: seed, unit, first, n_selected), for results.json
     sources: tuple[dict[str, Any], ...] = ()
 
     #: unit of every metric in ``all_metrics`` (``fraction``, ``words``, ``tokens``)
@@ -216,17 +219,23 @@ def _capability_rows(cap: dict[str, Any], k: int, manifest: Path, data_dir: str 
     sample = spec.get("sample", "all")
     n = None if sample == "all" else int(sample)
     stratify, seed, unit = spec.get("stratify"), int(spec.get("seed", 0)), spec.get("unit", "item")
-    if n is not None or stratify is not None:
+    first = spec.get("first")
+    if first is not None and set(spec) & {"sample", "stratify", "seed"}:
+        raise AuditInputError(manifest, f"capabilities.{k}.source: 'first' keeps the first rows in source order; "
+                                        "it does not go with 'sample', 'stratify' or 'seed'")
+    if n is not None or stratify is not None or first is not None:
         bad = next((pos for pos, r in rows if not isinstance(r, dict)), None)
         if bad is not None:
             raise AuditInputError(src, f"{_at(bad)}: an item must be a JSON object")
         position = {id(r): pos for pos, r in rows}
         try:
-            kept = sample_rows([r for _, r in rows], n, stratify, seed, unit)
+            dict_rows = [r for _, r in rows]
+            kept = first_rows(dict_rows, first, unit) if first is not None \
+                else sample_rows(dict_rows, n, stratify, seed, unit)
         except ValueError as e:
             raise AuditInputError(manifest, f"capabilities.{k}.source: {e}") from None
         rows = [(position[id(r)], r) for r in kept]
-    record.update(sample=sample, stratify=stratify, seed=seed, unit=unit, n_selected=len(rows))
+    record.update(sample=sample, stratify=stratify, seed=seed, unit=unit, first=first, n_selected=len(rows))
     return src, rows, record
 
 

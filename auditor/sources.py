@@ -33,7 +33,9 @@ clear :class:`~auditor.errors.AuditInputError` instead of trying the network.
 
 Sampling (:func:`sample_rows`) is stratified (proportional allocation, largest
 remainder) and seeded (``numpy.random.default_rng``), so a preset always
-selects the same item ids from the same data.
+selects the same item ids from the same data; :func:`first_rows` keeps the
+first rows (or clusters) of a file instead, a fixed subset that stays the same
+when rows are appended.
 """
 
 from __future__ import annotations
@@ -546,6 +548,40 @@ def allocate(sizes: list[int], n: int) -> list[int]:
     return quota
 
 
+def _units(rows: list[dict[str, Any]], unit: str) -> list[list[int]]:
+    """Row indices grouped into sampling units, in order of first appearance.
+
+    Raises:
+        ValueError: unknown ``unit``, or ``unit == "cluster"`` and a row lacks ``meta.cluster``.
+    """
+    if unit not in ("item", "cluster"):
+        raise ValueError(f"unknown sampling unit {unit!r}; use 'item' or 'cluster'")
+    units: dict[Any, list[int]] = {}
+    for k, row in enumerate(rows):
+        key = k
+        if unit == "cluster":
+            key = row_field(row, "cluster")
+            if key is None:
+                raise ValueError(f"row {row.get('id', k)!r} has no meta.cluster to sample by cluster")
+        units.setdefault(key, []).append(k)
+    return list(units.values())
+
+
+def first_rows(rows: list[dict[str, Any]], n: int, unit: str = "item") -> list[dict[str, Any]]:
+    """The first ``n`` sampling units of ``rows``, in source order (no randomness).
+
+    For a preset that must keep a fixed subset while its item file grows by
+    appended rows (smoke keeps the rows it had; fast takes them all). With
+    ``unit == "cluster"`` the first ``n`` distinct ``meta.cluster`` values are
+    kept with all their rows.
+
+    Raises:
+        ValueError: as :func:`sample_rows` for ``unit``.
+    """
+    keep = sorted(k for g in _units(rows, unit)[:n] for k in g)
+    return [rows[k] for k in keep]
+
+
 def sample_rows(rows: list[dict[str, Any]], n: int | None, stratify: str | None = None, seed: int = 0,
                 unit: str = "item") -> list[dict[str, Any]]:
     """Seeded, stratified sample of item rows, in source order.
@@ -566,17 +602,7 @@ def sample_rows(rows: list[dict[str, Any]], n: int | None, stratify: str | None 
     Raises:
         ValueError: a row lacks the stratify field or its cluster.
     """
-    if unit not in ("item", "cluster"):
-        raise ValueError(f"unknown sampling unit {unit!r}; use 'item' or 'cluster'")
-    units: dict[Any, list[int]] = {}
-    for k, row in enumerate(rows):
-        key = k
-        if unit == "cluster":
-            key = row_field(row, "cluster")
-            if key is None:
-                raise ValueError(f"row {row.get('id', k)!r} has no meta.cluster to sample by cluster")
-        units.setdefault(key, []).append(k)
-    groups = list(units.values())
+    groups = _units(rows, unit)
     if n is None or n >= len(groups):
         return list(rows)
     strata: dict[str, list[int]] = {}
