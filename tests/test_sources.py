@@ -10,7 +10,8 @@ import pytest
 from auditor.errors import AuditInputError
 from auditor.plan import load_suite
 from auditor.sources import (
-    allocate, gsm8k_gold, load_benchmark, read_gsm8k, read_ifeval, read_mmlu_redux, read_xstest, sample_rows,
+    allocate, first_rows, gsm8k_gold, load_benchmark, read_gsm8k, read_ifeval, read_mmlu_redux, read_xstest,
+    sample_rows,
 )
 from conftest import SHARED
 
@@ -233,13 +234,34 @@ def test_cluster_sampling_keeps_clusters_whole():
         sample_rows(rows, 2, "subject")
 
 
+def test_first_rows_keeps_a_prefix_that_survives_appended_rows():
+    rows = [{"id": f"{c}-{p}", "meta": {"cluster": c}} for c in "abcd" for p in range(3)]
+    assert [r["id"] for r in first_rows(rows, 2)] == ["a-0", "a-1"]
+    assert [r["id"] for r in first_rows(rows, 2, unit="cluster")] == ["a-0", "a-1", "a-2", "b-0", "b-1", "b-2"]
+    grown = rows + [{"id": f"e-{p}", "meta": {"cluster": "e"}} for p in range(3)]
+    assert first_rows(grown, 3, unit="cluster") == first_rows(rows, 3, unit="cluster")
+    assert first_rows(rows, 99) == rows
+    # clusters are whole even when their rows are not adjacent
+    mixed = [{"id": "x1", "meta": {"cluster": "x"}}, {"id": "y1", "meta": {"cluster": "y"}},
+             {"id": "x2", "meta": {"cluster": "x"}}]
+    assert [r["id"] for r in first_rows(mixed, 1, unit="cluster")] == ["x1", "x2"]
+    with pytest.raises(ValueError, match="no meta.cluster"):
+        first_rows([{"id": "z"}], 1, unit="cluster")
+
+
 # --------------------------------------------------------------------------- presets
 def test_fast_and_full_presets_against_local_data():
     fast = load_suite("fast", data_dir=DATA)
     n = Counter(i.capability for i in fast.items)
     assert n == {"math": 100, "knowledge": 100, "robustness": 100, "multilingual": 60, "over_refusal": 100,
-                 "harmful_refusal": 100, "ifeval": 100}
+                 "harmful_refusal": 100, "verbosity": 52, "abstention": 52, "ifeval": 100, "format": 52,
+                 "multiturn": 51, "trigger": 60}
     assert all(v >= 50 for v in n.values())
+    # fast reports every capability of smoke, in the same CAN / WILL / HOW / COND order
+    smoke = load_suite("smoke")
+    assert [(c.name, c.group, c.scorer) for c in fast.capabilities] == \
+        [(c.name, c.group, c.scorer) for c in smoke.capabilities]
+    assert fast.all_metrics == smoke.all_metrics
     assert [i.id for i in load_suite("fast", data_dir=DATA).items] == [i.id for i in fast.items]
     groups = Counter(i.meta["instruction_group"] for i in fast.items if i.capability == "ifeval")
     assert groups["detectable_format"] == 21 and groups["language"] == 4  # 114/541 and 21/541 of 100
@@ -248,9 +270,12 @@ def test_fast_and_full_presets_against_local_data():
     record = {s["capability"]: s for s in fast.sources}
     assert record["knowledge"]["excluded"]["wrong groundtruth"] == 11 and record["knowledge"]["n_selected"] == 100
 
-    full = Counter(i.capability for i in load_suite("full", data_dir=DATA).items)
-    assert full == {"math": 1319, "knowledge": 759, "robustness": 100, "multilingual": 60, "over_refusal": 250,
-                    "harmful_refusal": 200, "ifeval": 541}
+    full = load_suite("full", data_dir=DATA)
+    assert Counter(i.capability for i in full.items) == {
+        "math": 1319, "knowledge": 759, "robustness": 100, "multilingual": 60, "over_refusal": 250,
+        "harmful_refusal": 200, "verbosity": 52, "abstention": 52, "ifeval": 541, "format": 52, "multiturn": 51,
+        "trigger": 60}
+    assert [c.name for c in full.capabilities] == [c.name for c in smoke.capabilities]
 
 
 def test_manifest_source_mapping_errors(tmp_path):
@@ -270,7 +295,15 @@ def test_manifest_source_mapping_errors(tmp_path):
         load_suite(suite("{benchmark: gsm8k, sample: 5, stratify: subject}"), data_dir=DATA)
     s = load_suite(suite("{benchmark: gsm8k, sample: 5, seed: 3}"), data_dir=DATA)
     assert len(s.items) == 5 and all(i.id.startswith("math/gsm8k-test-") for i in s.items)
-    assert s.sources[0]["seed"] == 3 and s.sources[0]["n_records"] == 1319
+    assert s.sources[0]["seed"] == 3 and s.sources[0]["n_records"] == 1319 and s.sources[0]["first"] is None
+    s = load_suite(suite("{benchmark: gsm8k, first: 3}"), data_dir=DATA)
+    assert [i.id for i in s.items] == ["math/gsm8k-test-0", "math/gsm8k-test-1", "math/gsm8k-test-2"]
+    assert s.sources[0]["first"] == 3 and s.sources[0]["n_selected"] == 3
+    for combo in ("first: 3, sample: 5", "first: 3, seed: 1", "first: 3, stratify: subject"):
+        with pytest.raises(AuditInputError, match="'first' keeps the first rows in source order"):
+            load_suite(suite("{benchmark: gsm8k, " + combo + "}"), data_dir=DATA)
+    with pytest.raises(AuditInputError, match=r"capabilities.0.source.first"):
+        load_suite(suite("{benchmark: gsm8k, first: 0}"), data_dir=DATA)
 
 
 # --------------------------------------------------------------------------- CLI
