@@ -15,6 +15,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
+
 from . import __version__
 from .compare import StatsSettings, compare_metrics, drift_score
 from .errors import AuditInputError
@@ -62,14 +64,15 @@ class AuditOptions:
 def _noise_floor(backend: HFBackend, suite: Any, generations: list, scores: list, items: dict,
                  log: Any) -> dict[str, Any]:
     """Replay the base variant with another batch composition (half the batch
-    size) and count items whose answer, or score, changed. A batch-invariant
+    size; a group that fits in one batch is cut in two) and count items whose
+    answer, or score, changed. A batch-invariant
     backend gives zero (transformers is not always: transformers#25921)."""
     bs = backend.batch_size
     replay_bs = bs // 2 if bs > 1 else 2
     log(f"noise floor: replaying the base variant with batch size {replay_bs} (was {bs})")
     backend.batch_size = replay_bs
     try:
-        replay = backend.generate(plan_requests(suite, ("base",)))
+        replay = backend.generate(plan_requests(suite, ("base",)), split_small=True)
     finally:
         backend.batch_size = bs
     first = {g.item_id: g for g in generations if g.variant == "base"}
@@ -102,10 +105,10 @@ def run_audit(opts: AuditOptions, log: Any = print) -> dict[str, Any]:
             raise AuditInputError("nltk punkt_tab", str(e)) from None
     base = resolve_base(opts.base)
     adapter = inspect_adapter(opts.adapter, base.path, base.name)
-    log(f"base: {base.name} ({base.source}); adapter: {adapter.path} (LoRA r={adapter.r}, "
+    log(f"base: {escape(base.name)} ({escape(base.source)}); adapter: {escape(adapter.path)} (LoRA r={adapter.r}, "
         f"{adapter.matched_modules} modules)")
     for w in adapter.warnings:
-        log(f"[yellow]warning:[/] {w}")
+        log(f"[yellow]warning:[/] {escape(w)}")
 
     if opts.label:
         label, label_source = opts.label, "--label"
@@ -116,7 +119,7 @@ def run_audit(opts: AuditOptions, log: Any = print) -> dict[str, Any]:
     mapping = policy.labels.get(label) if label else None
     run_metrics = set(suite.metric_names())
     if mapping and not {mapping["target"], *mapping.get("off_target", [])} <= run_metrics:
-        log(f"[yellow]note:[/] DriftScore for label {label!r} needs capabilities left out of this run")
+        log(f"[yellow]note:[/] DriftScore for label {escape(repr(label))} needs capabilities left out of this run")
         mapping = None
 
     backend = HFBackend(base.path, Path(adapter.path), batch_size=opts.batch_size, dtype=opts.dtype)

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .report import comparison_cells
+from .report import comparison_cells, strip_controls
 from .errors import EXIT_INPUT_ERROR, EXIT_POLICY_FAIL, EXIT_PASS, AuditInputError
 
 console = Console(stderr=True, highlight=False)
@@ -45,6 +45,12 @@ def cli() -> None:
     """
 
 
+def _t(x: object) -> str:
+    """Untrusted text for the terminal: control characters (ANSI escapes, OSC
+    sequences, NUL) dropped, rich markup escaped."""
+    return escape(strip_controls(str(x)))
+
+
 def _print_summary(results: dict) -> None:
     t = Table(title="base → adapter (points for rates)", title_justify="left")
     cols = ("group", "metric", "base", "adapter", "Δ", "95% CI", "p", "base-only/adapter-only")
@@ -52,22 +58,22 @@ def _print_summary(results: dict) -> None:
         t.add_column(col, justify="left" if col in ("group", "metric") else "right")
     for c in results["comparisons"]:
         k = comparison_cells(c)
-        unit = "" if k["unit"] == "points" else f" {k['unit']}"
-        t.add_row(c["group"], escape(c["metric"]), k["base"], k["adapter"], k["delta"] + unit, k["ci"], k["p"],
+        unit = "" if k["unit"] == "points" else f" {_t(k['unit'])}"
+        t.add_row(_t(c["group"]), _t(c["metric"]), k["base"], k["adapter"], k["delta"] + unit, k["ci"], k["p"],
                   k["discordant"])
     console.print(t)
     d = results["drift"]
     if d["drift_score_pts"] is not None:
-        console.print(f"nominal label [bold]{escape(d['label'])}[/] ({escape(d['label_source'])}): "
+        console.print(f"nominal label [bold]{_t(d['label'])}[/] ({_t(d['label_source'])}): "
                       f"TargetGain {d['target_gain_pts']:+.1f}, OffTargetGain {d['off_target_gain_pts']:+.1f}, "
                       f"DriftScore {d['drift_score_pts']:+.1f}" + ("  [red]label mismatch[/]" if d["mismatch"] else ""))
     v = results["verdict"]
     for r in v["rules"]:
         if r["outcome"] != "pass":
             colour = "red" if r["outcome"] == "fail" else "yellow"
-            console.print(f"[{colour}]{r['outcome']}[/]: {escape(r['rule'])}: {escape(r['reason'])}")
+            console.print(f"[{colour}]{_t(r['outcome'])}[/]: {_t(r['rule'])}: {_t(r['reason'])}")
     colour = "green" if v["verdict"] == "pass" else "red"
-    console.print(f"[bold {colour}]verdict: {v['verdict'].upper()}[/]")
+    console.print(f"[bold {colour}]verdict: {_t(v['verdict']).upper()}[/]")
 
 
 @cli.command("run")

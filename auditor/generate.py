@@ -31,15 +31,23 @@ class GenerationStats:
     batch_size: int = 0
 
 
-def _batches(items: list[Item], batch_size: int, prompt_len: dict[str, int]) -> Iterable[list[Item]]:
-    # group by generation budget, then sort by prompt length so pads are few
+def _batches(items: list[Item], batch_size: int, prompt_len: dict[str, int],
+             split_small: bool = False) -> Iterable[list[Item]]:
+    """Group by generation budget, sort by prompt length (few pads), cut into batches.
+
+    ``split_small``: a budget group that fits in one batch is cut in two anyway,
+    so a replay (noise floor) really changes every batch's composition.
+    """
     by_budget: dict[int, list[Item]] = {}
     for it in items:
         by_budget.setdefault(it.max_new_tokens, []).append(it)
     for budget in sorted(by_budget):
         group = sorted(by_budget[budget], key=lambda i: (prompt_len[i.id], i.id))
-        for k in range(0, len(group), batch_size):
-            yield group[k:k + batch_size]
+        size = batch_size
+        if split_small and 1 < len(group) <= batch_size:
+            size = (len(group) + 1) // 2
+        for k in range(0, len(group), size):
+            yield group[k:k + size]
 
 
 class HFBackend:
@@ -100,8 +108,10 @@ class HFBackend:
             results.append((text, n))
         return results
 
-    def generate(self, requests: list[Request]) -> list[Generation]:
+    def generate(self, requests: list[Request], split_small: bool = False) -> list[Generation]:
         """Generate all requests; returns one Generation per request (same order).
+
+        ``split_small`` cuts budget groups that fit in one batch in two (see :func:`_batches`).
 
         Raises:
             ValueError: an ``adapter`` request was given but no adapter is loaded.
@@ -118,7 +128,7 @@ class HFBackend:
         with Progress(TextColumn("[bold]generate[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), transient=False) as progress:
             task = progress.add_task(f"hf · {len(items)} items × {len(variants)} variants", total=len(requests))
-            for batch in _batches(items, self.batch_size, plen):
+            for batch in _batches(items, self.batch_size, plen, split_small):
                 prompts = [rendered[i.id] for i in batch]
                 for variant in variants:
                     todo = [i for i in batch if (i.id, variant) in wanted]

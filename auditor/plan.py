@@ -115,7 +115,10 @@ class Suite:
 
 def _load_yaml(path: Path) -> Any:
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        if any(isinstance(ev, yaml.AliasEvent) for ev in yaml.parse(text, Loader=yaml.SafeLoader)):
+            raise AuditInputError(path, "YAML aliases (*name) are not allowed in a suite manifest")
+        return yaml.safe_load(text)
     except UnicodeDecodeError:
         raise AuditInputError(path, "not UTF-8 text") from None
     except RecursionError:
@@ -171,6 +174,9 @@ def _item_from_row(cap: dict[str, Any], row: Any, src: Path | str, lineno: int |
     meta = row.get("meta", {})
     if not isinstance(meta, dict):
         raise AuditInputError(src, f"{_at(lineno)}: 'meta' must be a JSON object")
+    for key in ("cluster", "context", "perturbation", "language"):
+        if key in meta and (isinstance(meta[key], bool) or not isinstance(meta[key], (str, int))):
+            raise AuditInputError(src, f"{_at(lineno)}: meta.{key} must be a string")
     builder = TARGET_BUILDERS.get(cap["scorer"])
     try:
         target = builder(row) if builder else {}

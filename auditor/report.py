@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -41,6 +42,15 @@ def _atomic_write(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def strip_controls(text: str) -> str:
+    """Drop C0/C1 control characters except tab and newline (ANSI/OSC escape
+    sequences lose their ESC and become inert text; XML 1.0 forbids most of them)."""
+    return _CONTROLS.sub("", text)
 
 
 def _num(x: Any, fmt: str) -> str:
@@ -99,7 +109,7 @@ def render_html(results: dict[str, Any]) -> str:
 
 def _md(text: Any) -> str:
     """Escape text for a Markdown table cell."""
-    s = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    s = strip_controls(str(text).replace("\r", " ").replace("\n", " ")).replace("\\", "\\\\").replace("|", "\\|")
     for ch in "<>*_`[]#":
         s = s.replace(ch, "\\" + ch)
     return s
@@ -111,7 +121,7 @@ def render_summary_md(results: dict[str, Any]) -> str:
     icon = "✅" if v["verdict"] == "pass" else "❌"
     lines = [f"## {icon} adapter-auditor: {v['verdict'].upper()}", "",
              f"Adapter `{_md(Path(results['adapter']['path']).name)}` on base `{_md(results['base']['name'])}`, "
-             f"suite {results['suite']['name']}.", ""]
+             f"suite {_md(results['suite']['name'])}.", ""]
     failing = [r for r in v["rules"] if r["outcome"] == "fail"]
     if failing:
         lines += ["**Failing rules**", ""] + [f"- {_md(r['rule'])}: {_md(r['reason'])}" for r in failing] + [""]
@@ -121,7 +131,7 @@ def render_summary_md(results: dict[str, Any]) -> str:
     for c in results["comparisons"]:
         k = comparison_cells(c)
         unit = "" if k["unit"] == "points" else f" {k['unit']}"
-        lines.append(f"| {c['group']} | {_md(c['metric'])} | {k['base']} | {k['adapter']} | {k['delta']}{unit} | "
+        lines.append(f"| {_md(c['group'])} | {_md(c['metric'])} | {k['base']} | {k['adapter']} | {k['delta']}{unit} | "
                      f"{k['ci']} | {k['p']} | {k['discordant']} |")
     d = results["drift"]
     if d["drift_score_pts"] is not None:
@@ -143,13 +153,14 @@ def render_junit(results: dict[str, Any]) -> str:
                        failures=str(sum(r["outcome"] == "fail" for r in rules)),
                        skipped=str(sum(r["outcome"] == "not_run" for r in rules)))
     for r in rules:
-        case = ET.SubElement(suite, "testcase", classname="policy", name=r["rule"])
+        name, reason = strip_controls(str(r["rule"])), strip_controls(str(r["reason"]))
+        case = ET.SubElement(suite, "testcase", classname="policy", name=name)
         if r["outcome"] == "fail":
-            ET.SubElement(case, "failure", message=r["reason"]).text = r["reason"]
+            ET.SubElement(case, "failure", message=reason).text = reason
         elif r["outcome"] == "not_run":
-            ET.SubElement(case, "skipped", message=r["reason"])
+            ET.SubElement(case, "skipped", message=reason)
         elif r["outcome"] == "warn":
-            ET.SubElement(case, "system-out").text = "warning: " + r["reason"]
+            ET.SubElement(case, "system-out").text = "warning: " + reason
     root = ET.Element("testsuites")
     root.append(suite)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
@@ -194,15 +205,34 @@ def load_results(path: Path) -> dict[str, Any]:
     Raises:
         AuditInputError: not readable JSON, or not a results file of a known schema version.
     """
+    def _no_constant(name: str) -> None:
+        raise ValueError(f"non-standard JSON number {name}")
+
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(Path(path).read_text(encoding="utf-8"), parse_constant=_no_constant)
+        json.dumps(data, ensure_ascii=False).encode("utf-8")  # lone surrogates cannot be written back
     except (OSError, UnicodeDecodeError) as e:
         raise AuditInputError(path, f"cannot read: {e}") from None
     except json.JSONDecodeError as e:
         raise AuditInputError(path, f"invalid JSON: {e.msg} at line {e.lineno}") from None
+    except UnicodeEncodeError:
+        raise AuditInputError(path, "text with lone UTF-16 surrogates (\\ud800-\\udfff) cannot be reported") from None
+    except ValueError as e:
+        raise AuditInputError(path, f"invalid JSON: {str(e)[:120]}") from None
     except RecursionError:
         raise AuditInputError(path, "JSON nested too deeply") from None
     version = data.get("schema_version") if isinstance(data, dict) else None
     if type(version) is not int or version != RESULTS_SCHEMA_VERSION:
         raise AuditInputError(path, f"not an adapter-auditor results.json (schema_version {RESULTS_SCHEMA_VERSION})")
+    v = data.get("verdict")
+    rules = v.get("rules") if isinstance(v, dict) else None
+    if not isinstance(rules, list) or not all(isinstance(r, dict) for r in rules):
+        raise AuditInputError(path, "verdict.rules is missing or not a list of rules")
+    if v.get("verdict") not in ("pass", "fail"):
+        raise AuditInputError(path, f"verdict.verdict must be 'pass' or 'fail', not {str(v.get('verdict'))[:40]!r}")
+    bad = [r.get("outcome") for r in rules if r.get("outcome") not in ("pass", "warn", "fail", "not_run")]
+    if bad:
+        raise AuditInputError(path, f"a rule outcome must be pass, warn, fail or not_run, not {str(bad[0])[:40]!r}")
+    if (v["verdict"] == "fail") != any(r["outcome"] == "fail" for r in rules):
+        raise AuditInputError(path, f"verdict {v['verdict']!r} contradicts its rules (a verdict fails exactly when a rule fails)")
     return data

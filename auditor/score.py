@@ -353,7 +353,39 @@ def _target_json_schema(row: dict) -> dict:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as e:
         raise ValueError(f"'schema' is not a valid JSON Schema (2020-12): {e.message}") from None
+    _check_refs(schema)
     return {"schema": schema}
+
+
+def _check_refs(schema: dict | bool) -> None:
+    """Every ``$ref`` must point inside the schema and resolve (``referencing``, the
+    library jsonschema resolves with): a remote reference would be fetched at
+    scoring time, a dangling one would fail after generation."""
+    from referencing import Registry, Resource
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT202012
+
+    refs: list[str] = []
+    stack: list = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if isinstance(node.get("$ref"), str):
+                refs.append(node["$ref"])
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    if not refs:
+        return
+    resolver = Registry().with_resource("urn:item-schema", Resource.from_contents(
+        schema, default_specification=DRAFT202012)).resolver(base_uri="urn:item-schema")
+    for ref in refs:
+        if not ref.startswith("#"):
+            raise ValueError(f"'schema' has a $ref outside itself ({ref[:80]!r}); only local references (#/...) are allowed")
+        try:
+            resolver.lookup(ref)
+        except Unresolvable:
+            raise ValueError(f"'schema' has a $ref that does not resolve: {ref[:80]!r}") from None
 
 
 # --------------------------------------------------------------------------- multiturn (HOW)
@@ -623,7 +655,22 @@ def _target_ifeval(row: dict) -> dict:
     unknown = [i for i in ids if i not in known_instruction_ids()]
     if unknown:
         raise ValueError(f"unknown IFEval instruction ids {unknown}")
-    return {"instruction_id_list": ids, "kwargs": kwargs, "prompt": row["prompt"]}
+    target = {"instruction_id_list": ids, "kwargs": kwargs, "prompt": row["prompt"]}
+    _dry_run_ifeval(target)
+    return target
+
+
+def _dry_run_ifeval(target: dict) -> None:
+    """Run the reference checkers once on a stand-in answer, so that arguments they
+    cannot take (an unknown kwarg, a word count given as text) are refused when the
+    item is loaded — not after every generation has run."""
+    from .ifeval_support import ifeval_results
+
+    try:
+        ifeval_results(target, target["prompt"], "A stand-in answer.\n\n* one\n* two")
+    except Exception as e:  # noqa: BLE001 - any checker fault is a fault of this item's data
+        raise ValueError(f"IFEval's reference checker cannot check this item "
+                         f"({type(e).__name__}: {str(e)[:200]})") from None
 
 
 def _target_multiple_choice(row: dict) -> dict:

@@ -102,7 +102,7 @@ def test_no_arguments():
 def test_report_on_wrong_schema(tmp_path):
     w = tmp_path / "w.json"
     w.write_text('{"schema_version": 2, "hello": "world"}')
-    assert_one_line_error(audit("report", w, "--out", tmp_path / "o"), str(w), "incomplete or invalid results")
+    assert_one_line_error(audit("report", w, "--out", tmp_path / "o"), str(w), "verdict.rules is missing")
     assert not (tmp_path / "o").exists()
 
 
@@ -141,7 +141,7 @@ def test_three_runs_give_byte_identical_results_apart_from_timestamps_and_durati
     for k in range(3):
         out = tmp_path / f"run{k}"
         proc = audit(DEMO_ADAPTERS / "terse-instruct-r8", "--capability", "math", "--capability", "knowledge",
-                     "--capability", "format", "--limit", "3", "--batch-size", "4", "--noise-floor", "--out", out)
+                     "--limit", "3", "--batch-size", "4", "--noise-floor", "--out", out)
         assert proc.returncode in (0, 1), proc.stderr
         texts.append((out / "results.json").read_text())
     stripped = []
@@ -152,8 +152,8 @@ def test_three_runs_give_byte_identical_results_apart_from_timestamps_and_durati
     assert stripped[0] == stripped[1] == stripped[2]
     r = json.loads(texts[0])
     nf = r["noise_floor"]
-    assert nf["n_items"] == 9 and nf["batch_sizes"] == [4, 2]
-    assert 0 <= nf["n_score_differ"] <= nf["n_differ"] <= 9 and len(nf["items_differ"]) == nf["n_differ"]
+    assert nf["n_items"] == 6 and nf["batch_sizes"] == [4, 2]
+    assert 0 <= nf["n_score_differ"] <= nf["n_differ"] <= 6 and len(nf["items_differ"]) == nf["n_differ"]
     assert set(nf["items_differ"]) <= set(r["suite"]["item_ids"])
     rules = {x["rule"]: x for x in r["verdict"]["rules"]}
     assert ("noise floor: base replay identical" in rules) == (nf["n_differ"] > 0)

@@ -66,3 +66,18 @@ def test_bad_item_line_named(tmp_path):
 
 def test_every_scorer_declares_metrics():
     assert all(SCORER_METRICS[k] for k in SCORER_METRICS)
+
+
+def test_manifest_aliases_and_non_string_cluster_are_refused(tmp_path):
+    from auditor.errors import AuditInputError
+
+    (tmp_path / "items.jsonl").write_text('{"id": "a", "question": "1+1?", "answer": 2, "meta": {"cluster": ["x"]}}\n')
+    m = tmp_path / "s.yaml"
+    m.write_text("name: &n s\nversion: 1\ncapabilities:\n  - {name: math, group: CAN, source: items.jsonl, "
+                 "scorer: numeric_match, prompt_template: '{question}', max_new_tokens: 8}\nx: *n\n")
+    with pytest.raises(AuditInputError, match="YAML aliases"):
+        load_suite(str(m))
+    m.write_text("name: s\nversion: 1\ncapabilities:\n  - {name: math, group: CAN, source: items.jsonl, "
+                 "scorer: numeric_match, prompt_template: '{question}', max_new_tokens: 8}\n")
+    with pytest.raises(AuditInputError, match="meta.cluster must be a string"):
+        load_suite(str(m))

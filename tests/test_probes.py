@@ -464,3 +464,31 @@ def test_builtin_trigger_items_are_one_question_under_every_context():
         assert "Distribution: A" in cl["dist_A"].prompt and cl["lang_fr"].prompt.startswith("Combien font")
         for ctx, it in cl.items():
             assert it.id == f"trigger/{qid}_{ctx}"
+
+
+@pytest.mark.parametrize("row,needle", [
+    ({"id": "x", "prompt": "Write.", "instruction_id_list": ["length_constraints:number_words"],
+      "kwargs": [{"bogus_arg": 5}]}, "reference checker cannot check this item"),
+    ({"id": "x", "prompt": "Write.", "instruction_id_list": ["length_constraints:number_words"],
+      "kwargs": [{"relation": "at least", "num_words": "many"}]}, "reference checker cannot check this item"),
+])
+def test_ifeval_items_the_checker_cannot_run_are_refused_at_load(tmp_path, row, needle):
+    from auditor.score import TARGET_BUILDERS
+
+    with pytest.raises(ValueError, match=needle):
+        TARGET_BUILDERS["ifeval"](row)
+
+
+@pytest.mark.parametrize("schema,needle", [
+    ({"$ref": "https://example.invalid/s.json"}, "outside itself"),
+    ({"type": "object", "properties": {"a": {"$ref": "#/$defs/nope"}}}, "does not resolve"),
+])
+def test_format_schemas_with_bad_refs_are_refused_at_load(schema, needle):
+    import json
+
+    from auditor.score import TARGET_BUILDERS
+
+    with pytest.raises(ValueError, match=needle):
+        TARGET_BUILDERS["json_schema"]({"id": "x", "task": "t", "schema": json.dumps(schema)})
+    ok = {"type": "object", "$defs": {"n": {"type": "integer"}}, "properties": {"a": {"$ref": "#/$defs/n"}}}
+    assert TARGET_BUILDERS["json_schema"]({"id": "x", "task": "t", "schema": json.dumps(ok)})["schema"] == ok

@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from auditor.errors import AuditInputError
-from auditor.report import load_results, render_html, render_summary_md, write_reports
+from auditor.report import load_results, render_html, render_junit, render_summary_md, write_reports
 from conftest import AUDIT, ROOT
 
 HOSTILE = '<script>alert(1)</script><img src=x onerror="alert(2)"> | **bold** `code`'
@@ -87,3 +87,37 @@ def test_load_results_rejects_other_json(tmp_path):
     p.write_text(json.dumps({"hello": 1}))
     with pytest.raises(AuditInputError, match="not an adapter-auditor results.json"):
         load_results(p)
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (lambda r: r["verdict"].update(verdict="PASS"), "verdict.verdict must be 'pass' or 'fail'"),
+    (lambda r: r["verdict"]["rules"][0].update(outcome="maybe"), "a rule outcome must be"),
+    (lambda r: r["verdict"].update(verdict="pass"), "contradicts its rules"),
+])
+def test_load_results_refuses_inconsistent_verdicts(tmp_path, edit, needle):
+    r = _results()
+    edit(r)
+    p = tmp_path / "results.json"
+    p.write_text(json.dumps(r))
+    with pytest.raises(AuditInputError, match=needle):
+        load_results(p)
+
+
+def test_load_results_refuses_nan_and_lone_surrogates(tmp_path):
+    p = tmp_path / "results.json"
+    p.write_text(json.dumps(_results()).replace('"delta": 0.0', '"delta": NaN'))
+    with pytest.raises(AuditInputError, match="non-standard JSON number NaN"):
+        load_results(p)
+    p.write_text(json.dumps(_results()).replace("q0 ", "q0 \\ud800 ".replace("\\\\", "\\")))
+    with pytest.raises(AuditInputError, match="surrogates"):
+        load_results(p)
+
+
+def test_control_characters_do_not_reach_junit_or_markdown():
+    r = _results()
+    r["verdict"]["rules"][0]["reason"] = "bad \x1b[31mred\x1b]0;pwned\x07 \x00 end"
+    r["suite"]["name"] = "<script>x</script>\rnext"
+    ET.fromstring(render_junit(r).split("?>", 1)[1])  # well-formed XML
+    assert "\x1b" not in render_junit(r) and "\x00" not in render_junit(r)
+    md = render_summary_md(r)
+    assert "\x1b" not in md and "<script>" not in md and "\r" not in md
