@@ -291,7 +291,7 @@ def load_suite(name_or_path: str, limit: int | None = None, only: tuple[str, ...
         jsonschema.validate(manifest, SUITE_SCHEMA)
     except jsonschema.ValidationError as e:
         key = ".".join(str(p) for p in e.absolute_path) or "(top level)"
-        raise AuditInputError(path, f"{key}: {e.message}") from None
+        raise AuditInputError(path, f"{key}: {e.message[:300]}") from None
 
     names = [c["name"] for c in manifest["capabilities"]]
     if len(set(names)) != len(names):
