@@ -306,8 +306,9 @@ def load_suite(name_or_path: str, limit: int | None = None, only: tuple[str, ...
         if only and cap["name"] not in only:
             continue
         src, rows, record = _capability_rows(cap, k, path, data_dir)
-        if limit is not None:
+        if limit is not None and len(rows) > limit:
             rows = rows[:limit]
+            record = {**record, "n_selected": len(rows), "limit": limit}
         if not rows:
             raise AuditInputError(src, f"capability {cap['name']!r} has no items")
         items.extend(_item_from_row(cap, row, src, pos) for pos, row in rows)
