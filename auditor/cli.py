@@ -92,6 +92,7 @@ def _print_summary(results: dict) -> None:
 @click.option("--noise-floor", is_flag=True,
               help="Replay the base variant with another batch composition and report how many answers change.")
 @click.option("--data-dir", default=None, envvar="AUDITOR_DATA_DIR", show_envvar=True,
+              type=click.Path(exists=True, file_okay=False, dir_okay=True),
               help="Folder with local copies of the standard benchmark files (IFEval, GSM8K, XSTest, "
                    "MMLU-Redux) for suites that use them; without it they are fetched from the Hugging Face hub.")
 def run_cmd(adapter: str, base: str | None, policy: str | None, suite: str, label: str | None, limit: int | None,

@@ -329,7 +329,8 @@ def _decide(pend: list[_Pending], stats_cfg: dict[str, Any]) -> None:
         if o.decision == "inconclusive" and not r.too_few:
             o.reason += "; the interval crosses the margin: inconclusive"
         elif r.too_few:
-            o.reason += f"; only {o.n_items} items (policy min_items {stats_cfg['min_items']}): inconclusive"
+            o.reason += (f"; only {o.n_items} item{'s' if o.n_items != 1 else ''} "
+                         f"(policy min_items {stats_cfg['min_items']}): inconclusive")
 
 
 def _ci_text(ci: list[float] | None, what: str, conf: float) -> str:

@@ -9,6 +9,7 @@ declared next to it in :data:`SCORER_METRICS`.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Callable
@@ -642,6 +643,8 @@ def _target_numeric_match(row: dict) -> dict:
     ans = row.get("answer")
     if isinstance(ans, bool) or not isinstance(ans, (int, float)):
         raise ValueError("numeric_match items need a numeric 'answer'")
+    if abs(ans) >= 1e15 or not math.isfinite(ans):
+        raise ValueError(f"numeric_match 'answer' must be a finite number below 1e15 in size, not {str(ans)[:40]}")
     return {"answer": ans}
 
 

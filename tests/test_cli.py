@@ -160,3 +160,7 @@ def test_three_runs_give_byte_identical_results_apart_from_timestamps_and_durati
     # every comparison carries its interval, test and discordant counts
     for c in r["comparisons"]:
         assert c["ci_low"] <= c["delta"] <= c["ci_high"] and c["test"] and 0 <= c["p_value"] <= 1
+
+
+def test_missing_data_dir_is_a_usage_error(tmp_path):
+    assert_one_line_error(audit(MEDICAL, "--data-dir", tmp_path / "nope", "--out", tmp_path / "o"), "--data-dir")

@@ -72,3 +72,11 @@ def test_ifeval_language_check_is_deterministic():
     vals = {score_ifeval(item, Generation(item.id, "base", text, 5)).values["prompt_level_strict_acc"]
             for _ in range(50)}
     assert vals == {1.0}
+
+
+@pytest.mark.parametrize("answer", [float("nan"), float("inf"), 10 ** 400, 1e16])
+def test_numeric_answers_must_be_finite_and_sane(answer):
+    from auditor.score import TARGET_BUILDERS
+
+    with pytest.raises(ValueError):
+        TARGET_BUILDERS["numeric_match"]({"id": "x", "question": "q", "answer": answer})
