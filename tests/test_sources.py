@@ -315,7 +315,7 @@ def test_cli_fast_suite_offline_needs_data_dir(tmp_path, monkeypatch):
 
     env = {k: v for k, v in os.environ.items() if k != "AUDITOR_DATA_DIR"} | {"HF_HUB_OFFLINE": "1"}
     a = write_adapter(tmp_path / "a", layers=1)
-    for extra, needle in (((), "pass --data-dir DIR"), (("--data-dir", tmp_path / "nope"), "is not a folder")):
+    for extra, needle in (((), "pass --data-dir DIR"), (("--data-dir", tmp_path / "nope"), "does not exist")):
         proc = subprocess.run([*AUDIT, a, "--suite", "fast", *map(str, extra), "--out", tmp_path / "o"],
                               capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
         lines = [line for line in proc.stderr.splitlines() if line.strip()]
