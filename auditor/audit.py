@@ -62,7 +62,7 @@ class AuditOptions:
 
 
 def _noise_floor(backend: HFBackend, suite: Any, generations: list, scores: list, items: dict,
-                 log: Any) -> dict[str, Any]:
+                 scorer_of: dict[str, str], log: Any) -> dict[str, Any]:
     """Replay the base variant with another batch composition (half the batch
     size; a group that fits in one batch is cut in two) and count items whose
     answer, or score, changed. A batch-invariant
@@ -78,7 +78,7 @@ def _noise_floor(backend: HFBackend, suite: Any, generations: list, scores: list
     first = {g.item_id: g for g in generations if g.variant == "base"}
     first_scores = {s.item_id: s.values for s in scores if s.variant == "base"}
     replay_scores = {s.item_id: s.values
-                     for s in score_all(items, replay, {c.name: c.scorer for c in suite.capabilities})}
+                     for s in score_all(items, replay, scorer_of)}
     changed = sorted(g.item_id for g in replay if g.text != first[g.item_id].text)
     score_changed = sorted(i for i in changed if replay_scores[i] != first_scores[i])
     return {"n_items": len(replay), "batch_sizes": [bs, replay_bs], "n_differ": len(changed),
@@ -126,7 +126,8 @@ def run_audit(opts: AuditOptions, log: Any = print) -> dict[str, Any]:
     requests = plan_requests(suite)
     generations = backend.generate(requests)
     items = {i.id: i for i in suite.items}
-    scores = score_all(items, generations, {c.name: c.scorer for c in suite.capabilities})
+    scorer_of = {c.name: c.scorer for c in suite.capabilities}
+    scores = score_all(items, generations, scorer_of)
     sc = policy.statistics
     comparisons = compare_metrics(suite, scores, StatsSettings(float(sc["confidence"]), int(sc["n_resamples"]),
                                                                int(sc["seed"])))
@@ -137,7 +138,7 @@ def run_audit(opts: AuditOptions, log: Any = print) -> dict[str, Any]:
     )
     noise = None
     if opts.noise_floor:
-        noise = _noise_floor(backend, suite, generations, scores, items, log)
+        noise = _noise_floor(backend, suite, generations, scores, items, scorer_of, log)
     verdict = judge(policy, comparisons, drift, adapter, noise)
 
     gen_of = {(g.item_id, g.variant): g for g in generations}

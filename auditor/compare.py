@@ -48,11 +48,14 @@ def _value(v: float | None) -> float:
     return np.nan if v is None else float(v)
 
 
-def _paired(items: list[Item], base: list[Score], adap: list[Score], metric: str,
+def _clusters(items: list[Item]) -> np.ndarray:
+    """Cluster index per item (``meta.cluster``, else the item alone), numbered 0..n-1."""
+    ids: dict[str, int] = {}
+    return np.array([ids.setdefault(str(it.meta.get("cluster", it.id)), len(ids)) for it in items], dtype=int)
+
+
+def _paired(items: list[Item], clusters: np.ndarray, base: list[Score], adap: list[Score], metric: str,
             weight_key: str | None, group_key: str | None) -> stats.PairedData:
-    cluster_ids: dict[str, int] = {}
-    clusters = np.array([cluster_ids.setdefault(str(it.meta.get("cluster", it.id)), len(cluster_ids))
-                         for it in items], dtype=int)
     b = np.array([_value(s.values.get(metric)) for s in base], dtype=float)
     a = np.array([_value(s.values.get(metric)) for s in adap], dtype=float)
     if weight_key is None:
@@ -95,12 +98,13 @@ def compare_metrics(suite: Suite, scores: list[Score], settings: StatsSettings |
         if not base or [s.item_id for s in base] != [s.item_id for s in adap]:
             raise ValueError(f"capability {cap.name}: base and adapter scores are not paired")
         items = [item_of[s.item_id] for s in base]
+        clusters = _clusters(items)
         rng = stats.rng_for(st.seed, cap.name)
-        counts = None
+        # one resample of the capability's clusters, shared by all its metrics (joint replicates)
+        counts = stats.resample_counts(int(clusters.max()) + 1, st.n_resamples, rng)
         for m in cap.metrics:
-            d = _paired(items, base, adap, m.name, m.weight_key, m.group_key if m.aggregate == "max_gap" else None)
-            if counts is None:
-                counts = stats.resample_counts(int(d.clusters.max()) + 1, st.n_resamples, rng)
+            d = _paired(items, clusters, base, adap, m.name, m.weight_key,
+                        m.group_key if m.aggregate == "max_gap" else None)
             b_obs, a_obs = (float(x) for x in stats.statistic(d, None, m.aggregate))
             boot = stats.paired_bootstrap(d, counts, m.aggregate)
             scale = 100.0 if m.unit == "fraction" else 1.0

@@ -43,7 +43,7 @@ import numpy as np
 import yaml
 
 from .errors import AuditInputError
-from .stats import bh_adjust, expanded_alpha
+from .stats import N_RESAMPLES, bh_adjust, expanded_alpha
 from .records import AdapterInfo, DriftResult, MetricComparison, RuleOutcome, Verdict
 
 DEFAULT_POLICY = Path(__file__).resolve().parent / "policies" / "default.yaml"
@@ -141,7 +141,7 @@ class Policy:
 
     @property
     def statistics(self) -> dict[str, Any]:
-        d = {"confidence": 0.95, "n_resamples": 4000, "seed": 0, "multiplicity": "bh", "min_items": 10,
+        d = {"confidence": 0.95, "n_resamples": N_RESAMPLES, "seed": 0, "multiplicity": "bh", "min_items": 10,
              "on_inconclusive": "warn"}
         d.update(self.raw.get("statistics", {}))
         return d
@@ -293,6 +293,9 @@ class _Pending:
 
 
 def _one_sided(draws: Any, limit: float) -> tuple[float | None, float | None]:
+    """``(p_beyond, p_within)`` from the movement's bootstrap replicates: the share
+    of replicates within the limit (small → confidently beyond it) and the share
+    beyond it (small → confidently within); (None, None) without replicates."""
     if draws is None:
         return None, None
     r = np.asarray(draws, dtype=float)
@@ -385,7 +388,7 @@ def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResul
             moved_draws = None if draws is None else sign * np.asarray(draws, dtype=float)
             moved_ci = None if ci is None or ci[0] is None else sorted([sign * ci[0] + 0.0, sign * ci[1] + 0.0])
             limit = float(lim[key])
-            p_within_limit, p_beyond_limit = _one_sided(moved_draws, limit)
+            p_beyond, p_within = _one_sided(moved_draws, limit)
             shown = (f"{100 * c.base:.1f} → {100 * c.adapter:.1f}" if c.is_fraction
                      else f"{c.base:.1f} → {c.adapter:.1f} {c.unit}")
             verb = "rose" if est > 0 else "dropped" if est < 0 else "changed"
@@ -394,7 +397,7 @@ def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResul
             o = RuleOutcome(name, "pass", reason, value=round(moved, 6), limit=limit, mode=mode,
                             ci=moved_ci, n_items=c.n_items)
             rules.append(o)
-            pend.append(_Pending(o, mode, p_within_limit, p_beyond_limit,
+            pend.append(_Pending(o, mode, p_beyond, p_within,
                                  expanded_alpha(c.confidence, c.n_clusters) / 2, moved > limit + 1e-9,
                                  c.n_items < stats_cfg["min_items"], lim.get("action", "fail")))
 
@@ -422,9 +425,9 @@ def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResul
             value=round(drift.drift_score_pts, 6), limit=limit, mode=mode, ci=ci,
             n_items=min(by[m].n_items for m in (drift.target_metric, *drift.off_target_metrics)))
         rules.append(o)
-        p_within_limit, p_beyond_limit = _one_sided(drift.draws, limit)
+        p_beyond, p_within = _one_sided(drift.draws, limit)
         n_units = min(by[m].n_clusters for m in (drift.target_metric, *drift.off_target_metrics))
-        pend.append(_Pending(o, mode, p_within_limit, p_beyond_limit, expanded_alpha(drift.confidence, n_units) / 2,
+        pend.append(_Pending(o, mode, p_beyond, p_within, expanded_alpha(drift.confidence, n_units) / 2,
                              drift.mismatch, o.n_items < stats_cfg["min_items"], d["on_label_mismatch"]))
     _decide(pend, stats_cfg)
     for r in pend:

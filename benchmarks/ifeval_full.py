@@ -26,6 +26,7 @@ from auditor.ifeval_support import ensure_punkt
 from auditor.models import resolve_base
 from auditor.plan import Capability, Suite, _item_from_row, plan_requests
 from auditor.score import SCORER_METRICS, score_all
+from auditor.sources import read_ifeval
 
 
 def main() -> int:
@@ -42,7 +43,7 @@ def main() -> int:
     ensure_punkt()
     cap = {"name": "ifeval", "group": "HOW", "scorer": "ifeval", "prompt_template": "{prompt}",
            "max_new_tokens": args.max_new_tokens}
-    rows = [json.loads(line) for line in args.data_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = read_ifeval(args.data_file).rows  # the loader audits use (checks every record)
     rows = rows[: args.limit] if args.limit else rows
     items = tuple(_item_from_row(cap, r, args.data_file, k + 1) for k, r in enumerate(rows))
     suite = Suite("ifeval-full", 1, str(args.data_file),
