@@ -18,6 +18,7 @@ from typing import Any
 from rich.markup import escape
 
 from . import __version__
+from .cache import GenerationCache, adapter_digest, folder_digest
 from .compare import StatsSettings, compare_metrics, drift_score
 from .errors import AuditInputError
 from .generate import HFBackend
@@ -59,6 +60,8 @@ class AuditOptions:
     data_dir: str | None = None
     #: replay the base variant with another batch composition and count changed answers
     noise_floor: bool = False
+    #: read and write the generation cache (``--no-cache`` turns it off)
+    cache: bool = True
 
 
 def _noise_floor(backend: HFBackend, suite: Any, generations: list, scores: list, items: dict,
@@ -72,7 +75,7 @@ def _noise_floor(backend: HFBackend, suite: Any, generations: list, scores: list
     log(f"noise floor: replaying the base variant with batch size {replay_bs} (was {bs})")
     backend.batch_size = replay_bs
     try:
-        replay = backend.generate(plan_requests(suite, ("base",)), split_small=True)
+        replay = backend.generate(plan_requests(suite, ("base",)), split_small=True, use_cache=False)
     finally:
         backend.batch_size = bs
     first = {g.item_id: g for g in generations if g.variant == "base"}
@@ -122,9 +125,17 @@ def run_audit(opts: AuditOptions, log: Any = print) -> dict[str, Any]:
         log(f"[yellow]note:[/] DriftScore for label {escape(repr(label))} needs capabilities left out of this run")
         mapping = None
 
-    backend = HFBackend(base.path, Path(adapter.path), batch_size=opts.batch_size, dtype=opts.dtype)
+    cache = GenerationCache.default(enabled=opts.cache)
+    base_digest = folder_digest(base.path)
+    adapter_id = adapter_digest(adapter.sha256, Path(adapter.path) / "adapter_config.json")
+    backend = HFBackend(base.path, Path(adapter.path), batch_size=opts.batch_size, dtype=opts.dtype,
+                        cache=cache, base_digest=base_digest, adapter_digest=adapter_id)
     requests = plan_requests(suite)
     generations = backend.generate(requests)
+    cs = cache.stats
+    if cs.enabled:
+        log(f"generation cache: {sum(cs.hits.values())} hits ("
+            + ", ".join(f"{v} {n}" for v, n in sorted(cs.hits.items())) + f"), {sum(cs.misses.values())} generated")
     items = {i.id: i for i in suite.items}
     scorer_of = {c.name: c.scorer for c in suite.capabilities}
     scores = score_all(items, generations, scorer_of)
@@ -157,11 +168,12 @@ def run_audit(opts: AuditOptions, log: Any = print) -> dict[str, Any]:
     stats = backend.stats
     adapter_plain = to_plain(adapter)
     adapter_plain["max_rank"] = adapter.max_rank
+    adapter_plain["content_sha256"] = adapter_id
     return {
         "schema_version": RESULTS_SCHEMA_VERSION,
         "verdict": to_plain(verdict),
         "adapter": adapter_plain,
-        "base": to_plain(base) | {"path": str(base.path)},
+        "base": to_plain(base) | {"path": str(base.path), "folder_sha256": base_digest},
         "suite": {"name": suite.name, "version": suite.version, "path": suite.path,
                   "item_ids": [i.id for i in suite.items],
                   "sources": [dict(src) for src in suite.sources]},
@@ -181,6 +193,9 @@ def run_audit(opts: AuditOptions, log: Any = print) -> dict[str, Any]:
             "capabilities": [c.name for c in suite.capabilities],
             "decoding": "greedy",
             "new_tokens": stats.new_tokens,
+            "generated": stats.generated,
+            "cache": cache.stats.as_dict(),
+            "model_loaded": backend.model_loaded,
             "timings": {"load_s": round(stats.load_s, 3), "generate_s": round(stats.generate_s, 3),
                         "total_s": round(time.perf_counter() - t_start, 3)},
             "versions": package_versions(),

@@ -42,6 +42,7 @@ def cli() -> None:
     \b
       audit path/to/adapter [--base DIR] [--policy policy.yaml] [--out DIR]
       audit report results.json --out DIR
+      audit cache info | audit cache clear [--all]
     """
 
 
@@ -91,12 +92,15 @@ def _print_summary(results: dict) -> None:
               help="Prompts per generate call (same batches for base and adapter).")
 @click.option("--noise-floor", is_flag=True,
               help="Replay the base variant with another batch composition and report how many answers change.")
+@click.option("--no-cache", "no_cache", is_flag=True,
+              help="Neither read nor write the generation cache (every answer generated afresh).")
 @click.option("--data-dir", default=None, envvar="AUDITOR_DATA_DIR", show_envvar=True,
               type=click.Path(exists=True, file_okay=False, dir_okay=True),
               help="Folder with local copies of the standard benchmark files (IFEval, GSM8K, XSTest, "
                    "MMLU-Redux) for suites that use them; without it they are fetched from the Hugging Face hub.")
 def run_cmd(adapter: str, base: str | None, policy: str | None, suite: str, label: str | None, limit: int | None,
-            capabilities: tuple[str, ...], out: Path, batch_size: int, noise_floor: bool, data_dir: str | None) -> None:
+            capabilities: tuple[str, ...], out: Path, batch_size: int, noise_floor: bool, no_cache: bool,
+            data_dir: str | None) -> None:
     """Audit ADAPTER (a PEFT adapter folder or its adapter_model.safetensors)."""
     from .audit import AuditOptions, run_audit
     from .report import check_out_dir, write_reports
@@ -105,7 +109,7 @@ def run_cmd(adapter: str, base: str | None, policy: str | None, suite: str, labe
 
     results = run_audit(AuditOptions(adapter=adapter, base=base, policy=policy, suite=suite, label=label,
                                      limit=limit, capabilities=capabilities, batch_size=batch_size,
-                                     noise_floor=noise_floor, data_dir=data_dir),
+                                     noise_floor=noise_floor, data_dir=data_dir, cache=not no_cache),
                         log=lambda m: console.print(m))
     paths = write_reports(results, out)
     _print_summary(results)
@@ -129,6 +133,59 @@ def report_cmd(results_json: Path, out: Path) -> None:
         raise
     _print_summary(results)
     sys.exit(EXIT_PASS if results["verdict"]["verdict"] == "pass" else EXIT_POLICY_FAIL)
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+@cli.group("cache")
+def cache_group() -> None:
+    """Inspect or clear the auditor's cache (generations, converted base models).
+
+    The cache lives in $AUDITOR_CACHE_DIR, else $XDG_CACHE_HOME/adapter-auditor,
+    else ~/.cache/adapter-auditor.
+    """
+
+
+@cache_group.command("info")
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+def cache_info_cmd(as_json: bool) -> None:
+    """Where the cache is and what it holds."""
+    import json
+
+    from .cache import cache_info
+
+    info = cache_info()
+    if as_json:
+        click.echo(json.dumps(info, indent=2))
+        return
+    g = info["generations"]
+    out = Console(highlight=False)
+    out.print(f"cache: {_t(info['root'])} ({_size(info['total_bytes'])})")
+    out.print(f"generations: {g['entries']} entries, {_size(g['bytes'])} "
+              f"(base variant {g['by_variant']['base']}, adapter variant {g['by_variant']['adapter']}; "
+              f"{len(g['by_base'])} base model(s), {len(g['by_adapter'])} adapter(s))"
+              + (f", {g['unreadable']} unreadable" if g["unreadable"] else ""))
+    for m in info["models"]:
+        out.print(f"converted base model: {_t(m['name'])} ({_size(m['bytes'])})")
+
+
+@cache_group.command("clear")
+@click.option("--all", "everything", is_flag=True,
+              help="Also remove converted base models and NLTK data (rebuilt on the next audit).")
+def cache_clear_cmd(everything: bool) -> None:
+    """Delete cached generations (with --all: the whole cache)."""
+    from .cache import clear_cache
+    from .cachedir import cache_dir
+
+    removed = clear_cache(everything=everything)
+    Console(highlight=False).print(f"removed {removed['files']} files ({_size(removed['bytes'])}) "
+                                   f"from {_t(cache_dir())}")
 
 
 def main() -> None:

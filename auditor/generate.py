@@ -6,6 +6,11 @@ the adapter disabled (``disable_adapter()``). Decoding is greedy; prompts are
 rendered with the base's chat template and batched with left padding. Base
 and adapter requests of an item are placed in batches of identical
 composition, so the paired comparison is not confounded by padding.
+
+Every answer goes through the generation cache (:mod:`auditor.cache`):
+requests found there are not generated again, the model is loaded only when
+something is missing, and each finished batch is written at once, so an
+interrupted audit keeps its work.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Iterable
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from .cache import GenerationCache, generation_key
 from .records import Generation, Item, Request
 
 
@@ -29,6 +35,8 @@ class GenerationStats:
     generate_s: float = 0.0
     new_tokens: dict[str, int] = field(default_factory=dict)
     batch_size: int = 0
+    #: requests actually generated (cache misses), per variant
+    generated: dict[str, int] = field(default_factory=dict)
 
 
 def _batches(items: list[Item], batch_size: int, prompt_len: dict[str, int],
@@ -63,27 +71,59 @@ class HFBackend:
 
     name = "hf"
 
-    def __init__(self, base_path: Path, adapter_path: Path | None, batch_size: int = 24, dtype: str = "float32"):
+    def __init__(self, base_path: Path, adapter_path: Path | None, batch_size: int = 24, dtype: str = "float32",
+                 cache: GenerationCache | None = None, base_digest: str = "", adapter_digest: str | None = None):
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoTokenizer
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
         t0 = time.perf_counter()
         self.torch = torch
+        self.base_path, self.adapter_path, self.dtype = Path(base_path), adapter_path, dtype
         self.tokenizer = AutoTokenizer.from_pretrained(str(base_path))
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        model = AutoModelForCausalLM.from_pretrained(str(base_path), dtype=getattr(torch, dtype))
-        if adapter_path is not None:
-            from peft import PeftModel
-
-            model = PeftModel.from_pretrained(model, str(adapter_path), adapter_name="candidate")
-        self.model = model.eval()
+        self._model = None
         self.has_adapter = adapter_path is not None
         self.stats = GenerationStats(self.name, load_s=time.perf_counter() - t0, batch_size=batch_size)
         self.batch_size = batch_size
+        self.cache = cache if cache is not None else GenerationCache(None)
+        self.base_digest, self.adapter_digest = base_digest, adapter_digest
+
+    @property
+    def model(self):
+        """The base model with the adapter attached, loaded on first use (a fully cached audit never loads it)."""
+        if self._model is None:
+            from transformers import AutoModelForCausalLM
+
+            t0 = time.perf_counter()
+            model = AutoModelForCausalLM.from_pretrained(str(self.base_path), dtype=getattr(self.torch, self.dtype))
+            if self.adapter_path is not None:
+                from peft import PeftModel
+
+                model = PeftModel.from_pretrained(model, str(self.adapter_path), adapter_name="candidate")
+            self._model = model.eval()
+            self.stats.load_s += time.perf_counter() - t0
+        return self._model
+
+    @property
+    def model_loaded(self) -> bool:
+        return self._model is not None
+
+    def settings(self) -> dict:
+        """Generation settings and backend versions: part of every cache key."""
+        from importlib import metadata
+
+        versions = {}
+        for pkg in ("torch", "transformers", "peft"):
+            try:
+                versions[pkg] = metadata.version(pkg)
+            except metadata.PackageNotFoundError:
+                versions[pkg] = None
+        return {"backend": self.name, "decoding": "greedy", "dtype": self.dtype, "batch_size": self.batch_size,
+                "versions": versions}
 
     def render(self, item: Item) -> str:
         """The exact prompt string the model sees (chat template applied)."""
@@ -108,10 +148,15 @@ class HFBackend:
             results.append((text, n))
         return results
 
-    def generate(self, requests: list[Request], split_small: bool = False) -> list[Generation]:
+    def generate(self, requests: list[Request], split_small: bool = False, use_cache: bool = True) -> list[Generation]:
         """Generate all requests; returns one Generation per request (same order).
 
-        ``split_small`` cuts budget groups that fit in one batch in two (see :func:`_batches`).
+        Requests found in the cache are not generated. The misses of each
+        variant are batched by :func:`_batches` (budget group, prompt length);
+        when every request misses, base and adapter batches are identical.
+        ``split_small`` cuts budget groups that fit in one batch in two (see
+        :func:`_batches`); ``use_cache=False`` neither reads nor writes the cache
+        (the noise-floor replay).
 
         Raises:
             ValueError: an ``adapter`` request was given but no adapter is loaded.
@@ -120,30 +165,56 @@ class HFBackend:
         if "adapter" in variants and not self.has_adapter:
             raise ValueError("adapter requests need an adapter")
         items = list({r.item.id: r.item for r in requests}.values())
-        wanted = {(r.item.id, r.variant) for r in requests}
         rendered = {it.id: self.render(it) for it in items}
-        plen = {i: len(self.tokenizer(p, add_special_tokens=False)["input_ids"]) for i, p in rendered.items()}
+        self.rendered = rendered
+        cache = self.cache if use_cache else GenerationCache(None)
+        settings = self.settings()
         results: dict[tuple[str, str], Generation] = {}
+        keys: dict[tuple[str, str], str] = {}
+        todo: dict[str, list[Item]] = {v: [] for v in variants}
+        for r in requests:
+            if (r.item.id, r.variant) in keys:
+                continue
+            key = generation_key(base=self.base_digest, adapter=self.adapter_digest if r.variant == "adapter" else None,
+                                 messages=r.item.messages, max_new_tokens=r.item.max_new_tokens,
+                                 rendered=rendered[r.item.id], settings=settings)
+            keys[(r.item.id, r.variant)] = key
+            hit = cache.get(key, r.variant)
+            if hit is not None:
+                results[(r.item.id, r.variant)] = Generation(r.item.id, r.variant, hit[0], hit[1])
+            else:
+                todo[r.variant].append(r.item)
+        n_todo = sum(len(v) for v in todo.values())
+        if n_todo == 0:
+            return [results[(r.item.id, r.variant)] for r in requests]
+        plen = {it.id: len(self.tokenizer(rendered[it.id], add_special_tokens=False)["input_ids"])
+                for its in todo.values() for it in its}
+        about = {"base": self.base_digest, "backend": self.name}
+        model = self.model  # load before the clock starts: generate_s is generation only
         t0 = time.perf_counter()
         with Progress(TextColumn("[bold]generate[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), transient=False) as progress:
-            task = progress.add_task(f"hf · {len(items)} items × {len(variants)} variants", total=len(requests))
-            for batch in _batches(items, self.batch_size, plen, split_small):
-                prompts = [rendered[i.id] for i in batch]
+            desc = ", ".join(f"{len(todo[v])} {v}" for v in variants if todo[v])
+            task = progress.add_task(f"hf · {desc}", total=n_todo)
+            # batches of each variant's misses, base and adapter of the same batch back to back
+            plans = {v: list(_batches(todo[v], self.batch_size, plen, split_small)) for v in variants}
+            for k in range(max(len(p) for p in plans.values())):
                 for variant in variants:
-                    todo = [i for i in batch if (i.id, variant) in wanted]
-                    if not todo:
+                    if k >= len(plans[variant]):
                         continue
+                    batch = plans[variant][k]
+                    prompts = [rendered[i.id] for i in batch]
                     if variant == "base" and self.has_adapter:
-                        with self.model.disable_adapter():
+                        with model.disable_adapter():
                             outs = self._generate_batch(prompts, batch[0].max_new_tokens)
                     else:
                         outs = self._generate_batch(prompts, batch[0].max_new_tokens)
                     for it, (text, n) in zip(batch, outs):
-                        if (it.id, variant) in wanted:
-                            results[(it.id, variant)] = Generation(it.id, variant, text, n)
-                            self.stats.new_tokens[variant] = self.stats.new_tokens.get(variant, 0) + n
-                    progress.advance(task, len(todo))
+                        results[(it.id, variant)] = Generation(it.id, variant, text, n)
+                        self.stats.new_tokens[variant] = self.stats.new_tokens.get(variant, 0) + n
+                        cache.put(keys[(it.id, variant)], text, n,
+                                  about | {"adapter": self.adapter_digest if variant == "adapter" else None})
+                    self.stats.generated[variant] = self.stats.generated.get(variant, 0) + len(batch)
+                    progress.advance(task, len(batch))
         self.stats.generate_s += time.perf_counter() - t0
-        self.rendered = rendered
         return [results[(r.item.id, r.variant)] for r in requests]

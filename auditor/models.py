@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from .cache import folder_digest
 from .cachedir import atomic_dir, cache_dir
 from .errors import AuditInputError
 
@@ -37,8 +38,8 @@ class BaseModel:
             tokenizer with a chat template.
         source: where it came from (``"embedded:<gguf file>"`` or ``"local"``).
         content_hash: sha256 (hex) identifying the weights' origin: of the
-            GGUF file for the embedded default, of ``config.json`` plus the
-            weight files' sizes and names for a local folder.
+            GGUF file for the embedded default, over every file's content for
+            a local folder (:func:`auditor.cache.folder_digest`).
     """
 
     name: str
@@ -123,11 +124,8 @@ def resolve_base(base: str | None) -> BaseModel:
     cfg = path / "config.json"
     if not cfg.is_file():
         raise AuditInputError(path, "no config.json: not a Hugging Face model folder")
-    h = hashlib.sha256(cfg.read_bytes())
-    for f in sorted(path.glob("*.safetensors")):
-        h.update(f"{f.name}:{f.stat().st_size}".encode())
     try:
         name = json.loads(cfg.read_text()).get("_name_or_path") or str(path)
     except json.JSONDecodeError as e:
         raise AuditInputError(cfg, f"invalid JSON ({e.msg} at line {e.lineno})") from None
-    return BaseModel(str(name) if name else str(path), path.resolve(), "local", h.hexdigest())
+    return BaseModel(str(name) if name else str(path), path.resolve(), "local", folder_digest(path))

@@ -23,6 +23,29 @@ AUDIT = [sys.executable, "-m", "auditor.cli"]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+
+def _session_cache() -> None:
+    """A fresh generation cache per test session (answers are never carried over
+    from an earlier session), sharing the user's converted base model and NLTK
+    data through symlinks so the one-minute conversion is not redone."""
+    import atexit
+    import shutil
+    import tempfile
+
+    from auditor.cachedir import cache_dir
+
+    user = cache_dir()
+    session = Path(tempfile.mkdtemp(prefix="auditor-test-cache-"))
+    for shared in ("models", "nltk_data"):
+        (user / shared).mkdir(exist_ok=True)
+        (session / shared).symlink_to(user / shared, target_is_directory=True)
+    os.environ["AUDITOR_USER_CACHE_DIR"] = str(user)
+    os.environ["AUDITOR_CACHE_DIR"] = str(session)
+    atexit.register(shutil.rmtree, session, True)  # removes the symlinks, not what they point to
+
+
+_session_cache()
+
 # SmolLM2-135M: hidden 576, 9 query heads / 3 kv heads of 64, MLP 1536, 30 layers
 HIDDEN, KV, MLP, LAYERS = 576, 192, 1536, 30
 

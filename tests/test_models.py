@@ -24,6 +24,7 @@ def test_local_base_folder(tmp_path, base_model):
     import pytest
 
     local = resolve_base(str(base_model.path))
-    assert local.source == "local" and local.path == base_model.path
+    assert local.source == "local" and local.path == base_model.path.resolve()
+    assert len(local.content_hash) == 64 and resolve_base(str(base_model.path)).content_hash == local.content_hash
     with pytest.raises(AuditInputError, match="no config.json"):
         resolve_base(str(tmp_path))
