@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import platform
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -88,14 +88,39 @@ def _noise_floor(backend: HFBackend, suite: Any, generations: list, scores: list
             "n_score_differ": len(score_changed), "items_differ": changed, "items_score_differ": score_changed}
 
 
+def _for_variant(counts: dict[str, int], variant: str) -> dict[str, int]:
+    """Per-variant counters of the base and of one adapter variant, the adapter's renamed ``adapter``."""
+    return {("adapter" if v == variant else v): n for v, n in counts.items() if v in ("base", variant)}
+
+
+def _cache_stats_for(stats: dict[str, Any], variant: str) -> dict[str, Any]:
+    """The cache counters of the base and of one adapter variant (see :func:`_for_variant`)."""
+    return stats | {k: _for_variant(stats[k], variant) for k in ("hits", "misses")}
+
+
 def run_audit(opts: AuditOptions, log: Any = print) -> dict[str, Any]:
-    """Run one audit and return the results dict (the content of results.json).
+    """Run one audit of ``opts.adapter`` and return the results dict (the content of results.json).
 
     Raises:
         AuditInputError: any fault in the inputs (before a verdict is formed).
     """
+    return run_audits(opts, (opts.adapter,), log)[0]
+
+
+def run_audits(opts: AuditOptions, adapters: tuple[str, ...], log: Any = print) -> list[dict[str, Any]]:
+    """Audit several adapters of one base against one base pass.
+
+    The base variant of every item is generated once (or taken from the
+    cache) and each adapter's answers are compared with it; one results dict
+    per adapter, in the order given. Every adapter is checked (headers,
+    tensors, base match) before any model is loaded.
+
+    Raises:
+        AuditInputError: any fault in the inputs, or the same adapter given twice.
+    """
     t_start = time.perf_counter()
-    preflight_adapter(opts.adapter)
+    for a in adapters:
+        preflight_adapter(a)
     suite = load_suite(opts.suite, limit=opts.limit, only=opts.capabilities, data_dir=opts.data_dir)
     units = {**preset_metric_units(), **suite.metric_units}
     policy = load_policy(opts.policy, sorted(units), units)
@@ -107,12 +132,52 @@ def run_audit(opts: AuditOptions, log: Any = print) -> dict[str, Any]:
         except PunktDataError as e:
             raise AuditInputError("nltk punkt_tab", str(e)) from None
     base = resolve_base(opts.base)
-    adapter = inspect_adapter(opts.adapter, base.path, base.name)
-    log(f"base: {escape(base.name)} ({escape(base.source)}); adapter: {escape(adapter.path)} (LoRA r={adapter.r}, "
-        f"{adapter.matched_modules} modules)")
-    for w in adapter.warnings:
-        log(f"[yellow]warning:[/] {escape(w)}")
+    infos = [inspect_adapter(a, base.path, base.name) for a in adapters]
+    digests = [adapter_digest(i.sha256, Path(i.path) / "adapter_config.json") for i in infos]
+    seen: dict[str, str] = {}
+    for info, d in zip(infos, digests):
+        if d in seen:
+            raise AuditInputError(info.path, f"same adapter (weights and config) as {seen[d]}; give each adapter once")
+        seen[d] = info.path
+    # variant names: "adapter" for a single audit (what results.json has always said), adapter0.. for several
+    variants = ["adapter"] if len(infos) == 1 else [f"adapter{k}" for k in range(len(infos))]
+    for info in infos:
+        log(f"base: {escape(base.name)} ({escape(base.source)}); adapter: {escape(info.path)} (LoRA r={info.r}, "
+            f"{info.matched_modules} modules)")
+        for w in info.warnings:
+            log(f"[yellow]warning:[/] {escape(w)}")
 
+    cache = GenerationCache.default(enabled=opts.cache)
+    base_digest = folder_digest(base.path)
+    backend = HFBackend(base.path, {v: (Path(i.path), d) for v, i, d in zip(variants, infos, digests)},
+                        batch_size=opts.batch_size, dtype=opts.dtype, cache=cache, base_digest=base_digest)
+    generations = backend.generate(plan_requests(suite, ("base", *variants)))
+    cs = cache.stats
+    if cs.enabled:
+        log(f"generation cache: {sum(cs.hits.values())} hits ("
+            + ", ".join(f"{v} {n}" for v, n in sorted(cs.hits.items())) + f"), {sum(cs.misses.values())} generated")
+    items = {i.id: i for i in suite.items}
+    scorer_of = {c.name: c.scorer for c in suite.capabilities}
+    base_gens = [g for g in generations if g.variant == "base"]
+    base_scores = score_all(items, base_gens, scorer_of)
+    noise = None
+    if opts.noise_floor:
+        noise = _noise_floor(backend, suite, base_gens, base_scores, items, scorer_of, log)
+    shared = {"t_start": t_start, "suite": suite, "policy": policy, "base": base, "base_digest": base_digest,
+              "backend": backend, "items": items, "scorer_of": scorer_of, "base_gens": base_gens,
+              "base_scores": base_scores, "noise": noise, "n_adapters": len(infos)}
+    out = []
+    for variant, info, digest in zip(variants, infos, digests):
+        mine = [replace(g, variant="adapter") for g in generations if g.variant == variant]
+        out.append(_one_result(opts, shared, info, digest, variant, mine, log))
+    return out
+
+
+def _one_result(opts: AuditOptions, shared: dict[str, Any], adapter: Any, adapter_id: str, variant: str,
+                adapter_gens: list, log: Any) -> dict[str, Any]:
+    """Score, compare, judge and assemble results.json for one adapter of a (multi-)audit."""
+    suite, policy, base, backend = shared["suite"], shared["policy"], shared["base"], shared["backend"]
+    items, scorer_of, noise = shared["items"], shared["scorer_of"], shared["noise"]
     if opts.label:
         label, label_source = opts.label, "--label"
     elif adapter.nominal_label:
@@ -125,20 +190,8 @@ def run_audit(opts: AuditOptions, log: Any = print) -> dict[str, Any]:
         log(f"[yellow]note:[/] DriftScore for label {escape(repr(label))} needs capabilities left out of this run")
         mapping = None
 
-    cache = GenerationCache.default(enabled=opts.cache)
-    base_digest = folder_digest(base.path)
-    adapter_id = adapter_digest(adapter.sha256, Path(adapter.path) / "adapter_config.json")
-    backend = HFBackend(base.path, Path(adapter.path), batch_size=opts.batch_size, dtype=opts.dtype,
-                        cache=cache, base_digest=base_digest, adapter_digest=adapter_id)
-    requests = plan_requests(suite)
-    generations = backend.generate(requests)
-    cs = cache.stats
-    if cs.enabled:
-        log(f"generation cache: {sum(cs.hits.values())} hits ("
-            + ", ".join(f"{v} {n}" for v, n in sorted(cs.hits.items())) + f"), {sum(cs.misses.values())} generated")
-    items = {i.id: i for i in suite.items}
-    scorer_of = {c.name: c.scorer for c in suite.capabilities}
-    scores = score_all(items, generations, scorer_of)
+    generations = [*shared["base_gens"], *adapter_gens]
+    scores = [*shared["base_scores"], *score_all(items, adapter_gens, scorer_of)]
     sc = policy.statistics
     comparisons = compare_metrics(suite, scores, StatsSettings(float(sc["confidence"]), int(sc["n_resamples"]),
                                                                int(sc["seed"])))
@@ -147,9 +200,6 @@ def run_audit(opts: AuditOptions, log: Any = print) -> dict[str, Any]:
         mapping["target"] if mapping else None, list(mapping.get("off_target", [])) if mapping else [],
         float(policy.drift["max_drift_score_pts"]),
     )
-    noise = None
-    if opts.noise_floor:
-        noise = _noise_floor(backend, suite, generations, scores, items, scorer_of, log)
     verdict = judge(policy, comparisons, drift, adapter, noise)
 
     gen_of = {(g.item_id, g.variant): g for g in generations}
@@ -173,7 +223,7 @@ def run_audit(opts: AuditOptions, log: Any = print) -> dict[str, Any]:
         "schema_version": RESULTS_SCHEMA_VERSION,
         "verdict": to_plain(verdict),
         "adapter": adapter_plain,
-        "base": to_plain(base) | {"path": str(base.path), "folder_sha256": base_digest},
+        "base": to_plain(base) | {"path": str(base.path), "folder_sha256": shared["base_digest"]},
         "suite": {"name": suite.name, "version": suite.version, "path": suite.path,
                   "item_ids": [i.id for i in suite.items],
                   "sources": [dict(src) for src in suite.sources]},
@@ -192,12 +242,13 @@ def run_audit(opts: AuditOptions, log: Any = print) -> dict[str, Any]:
             "backend": stats.backend, "dtype": opts.dtype, "batch_size": opts.batch_size, "limit": opts.limit,
             "capabilities": [c.name for c in suite.capabilities],
             "decoding": "greedy",
-            "new_tokens": stats.new_tokens,
-            "generated": stats.generated,
-            "cache": cache.stats.as_dict(),
+            "new_tokens": _for_variant(stats.new_tokens, variant),
+            "generated": _for_variant(stats.generated, variant),
+            "cache": _cache_stats_for(backend.cache.stats.as_dict(), variant),
+            "adapters_in_run": shared["n_adapters"],
             "model_loaded": backend.model_loaded,
             "timings": {"load_s": round(stats.load_s, 3), "generate_s": round(stats.generate_s, 3),
-                        "total_s": round(time.perf_counter() - t_start, 3)},
+                        "total_s": round(time.perf_counter() - shared["t_start"], 3)},
             "versions": package_versions(),
             "auditor_version": __version__,
             "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

@@ -41,6 +41,7 @@ def cli() -> None:
 
     \b
       audit path/to/adapter [--base DIR] [--policy policy.yaml] [--out DIR]
+      audit adapter-a adapter-b ...   (one base pass, one report each + index.html)
       audit report results.json --out DIR
       audit cache info | audit cache clear [--all]
     """
@@ -78,7 +79,7 @@ def _print_summary(results: dict) -> None:
 
 
 @cli.command("run")
-@click.argument("adapter", type=click.Path(path_type=str))
+@click.argument("adapters", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option("--base", default=None, help="Local HF model folder of the base model (default: embedded SmolLM2-135M-Instruct).")
 @click.option("--policy", default=None, help="Policy YAML (default: policies/default.yaml).")
 @click.option("--suite", default="smoke", show_default=True, help="Suite preset name or manifest path.")
@@ -98,23 +99,38 @@ def _print_summary(results: dict) -> None:
               type=click.Path(exists=True, file_okay=False, dir_okay=True),
               help="Folder with local copies of the standard benchmark files (IFEval, GSM8K, XSTest, "
                    "MMLU-Redux) for suites that use them; without it they are fetched from the Hugging Face hub.")
-def run_cmd(adapter: str, base: str | None, policy: str | None, suite: str, label: str | None, limit: int | None,
+def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, suite: str, label: str | None, limit: int | None,
             capabilities: tuple[str, ...], out: Path, batch_size: int, noise_floor: bool, no_cache: bool,
             data_dir: str | None) -> None:
-    """Audit ADAPTER (a PEFT adapter folder or its adapter_model.safetensors)."""
-    from .audit import AuditOptions, run_audit
-    from .report import check_out_dir, write_reports
+    """Audit ADAPTERS (PEFT adapter folders or their adapter_model.safetensors).
 
-    check_out_dir(out)
+    Several adapters of the same base are audited against one base pass; each
+    gets its own report in OUT/<adapter folder name>/ and OUT/index.html lists
+    them. The exit code is 1 when any adapter fails.
+    """
+    from .audit import AuditOptions, run_audits
+    from .report import check_out_dir, report_folder_names, write_index, write_reports
 
-    results = run_audit(AuditOptions(adapter=adapter, base=base, policy=policy, suite=suite, label=label,
-                                     limit=limit, capabilities=capabilities, batch_size=batch_size,
-                                     noise_floor=noise_floor, data_dir=data_dir, cache=not no_cache),
-                        log=lambda m: console.print(m))
-    paths = write_reports(results, out)
-    _print_summary(results)
-    console.print(f"report: {escape(str(paths['report.html']))}")
-    sys.exit(EXIT_PASS if results["verdict"]["verdict"] == "pass" else EXIT_POLICY_FAIL)
+    folders = [out] if len(adapters) == 1 else [out / n for n in report_folder_names(list(adapters))]
+    for f in folders:
+        check_out_dir(f)
+
+    opts = AuditOptions(adapter=adapters[0], base=base, policy=policy, suite=suite, label=label, limit=limit,
+                        capabilities=capabilities, batch_size=batch_size, noise_floor=noise_floor, data_dir=data_dir,
+                        cache=not no_cache)
+    all_results = run_audits(opts, adapters, log=lambda m: console.print(m))
+    for results, folder in zip(all_results, folders):
+        paths = write_reports(results, folder)
+        if len(adapters) > 1:
+            console.print(f"[bold]{_t(results['adapter']['path'])}[/]")
+        _print_summary(results)
+        console.print(f"report: {escape(str(paths['report.html']))}")
+    if len(adapters) > 1:
+        index = write_index(all_results, [f.name for f in folders], out)
+        n_fail = sum(r["verdict"]["verdict"] == "fail" for r in all_results)
+        console.print(f"{n_fail} of {len(adapters)} adapters fail; index: {escape(str(index))}")
+    failed = any(r["verdict"]["verdict"] != "pass" for r in all_results)
+    sys.exit(EXIT_POLICY_FAIL if failed else EXIT_PASS)
 
 
 @cli.command("report")

@@ -61,18 +61,24 @@ def _batches(items: list[Item], batch_size: int, prompt_len: dict[str, int],
 class HFBackend:
     """transformers + peft generation on CPU (or one GPU), fp32 by default.
 
+    One base load serves every variant: the base (adapters disabled) and each
+    adapter (``PeftModel.load_adapter`` + ``set_adapter``).
+
     Args:
         base_path: local HF model folder of the base.
-        adapter_path: PEFT adapter folder, or None to run the base only.
+        adapters: variant name → (PEFT adapter folder, content digest), e.g.
+            ``{"adapter": (path, digest)}``; empty or None to run the base only.
         batch_size: prompts per ``generate`` call.
         dtype: torch dtype name (``float32`` keeps greedy decoding comparable
             across backends).
+        cache: the generation cache (default: disabled).
+        base_digest: content digest of the base folder (:func:`auditor.cache.folder_digest`).
     """
 
     name = "hf"
 
-    def __init__(self, base_path: Path, adapter_path: Path | None, batch_size: int = 24, dtype: str = "float32",
-                 cache: GenerationCache | None = None, base_digest: str = "", adapter_digest: str | None = None):
+    def __init__(self, base_path: Path, adapters: dict[str, tuple[Path, str]] | None, batch_size: int = 24,
+                 dtype: str = "float32", cache: GenerationCache | None = None, base_digest: str = ""):
         import torch
         from transformers import AutoTokenizer
         from transformers.utils import logging as hf_logging
@@ -80,30 +86,35 @@ class HFBackend:
         hf_logging.disable_progress_bar()
         t0 = time.perf_counter()
         self.torch = torch
-        self.base_path, self.adapter_path, self.dtype = Path(base_path), adapter_path, dtype
+        self.base_path, self.dtype = Path(base_path), dtype
+        self.adapters = {v: (Path(p), d) for v, (p, d) in (adapters or {}).items()}
+        if "base" in self.adapters:
+            raise ValueError("'base' is the name of the base variant, not of an adapter")
         self.tokenizer = AutoTokenizer.from_pretrained(str(base_path))
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self._model = None
-        self.has_adapter = adapter_path is not None
         self.stats = GenerationStats(self.name, load_s=time.perf_counter() - t0, batch_size=batch_size)
         self.batch_size = batch_size
         self.cache = cache if cache is not None else GenerationCache(None)
-        self.base_digest, self.adapter_digest = base_digest, adapter_digest
+        self.base_digest = base_digest
 
     @property
     def model(self):
-        """The base model with the adapter attached, loaded on first use (a fully cached audit never loads it)."""
+        """The base model with every adapter attached, loaded on first use (a fully cached audit never loads it)."""
         if self._model is None:
             from transformers import AutoModelForCausalLM
 
             t0 = time.perf_counter()
             model = AutoModelForCausalLM.from_pretrained(str(self.base_path), dtype=getattr(self.torch, self.dtype))
-            if self.adapter_path is not None:
-                from peft import PeftModel
+            for k, (variant, (path, _)) in enumerate(self.adapters.items()):
+                if k == 0:
+                    from peft import PeftModel
 
-                model = PeftModel.from_pretrained(model, str(self.adapter_path), adapter_name="candidate")
+                    model = PeftModel.from_pretrained(model, str(path), adapter_name=variant)
+                else:
+                    model.load_adapter(str(path), adapter_name=variant)
             self._model = model.eval()
             self.stats.load_s += time.perf_counter() - t0
         return self._model
@@ -161,9 +172,10 @@ class HFBackend:
         Raises:
             ValueError: an ``adapter`` request was given but no adapter is loaded.
         """
-        variants = sorted({r.variant for r in requests})
-        if "adapter" in variants and not self.has_adapter:
-            raise ValueError("adapter requests need an adapter")
+        variants = sorted({r.variant for r in requests}, key=lambda v: (v != "base", v))
+        unknown = [v for v in variants if v != "base" and v not in self.adapters]
+        if unknown:
+            raise ValueError(f"no adapter loaded for variant {unknown[0]!r}")
         items = list({r.item.id: r.item for r in requests}.values())
         rendered = {it.id: self.render(it) for it in items}
         self.rendered = rendered
@@ -175,7 +187,8 @@ class HFBackend:
         for r in requests:
             if (r.item.id, r.variant) in keys:
                 continue
-            key = generation_key(base=self.base_digest, adapter=self.adapter_digest if r.variant == "adapter" else None,
+            key = generation_key(base=self.base_digest,
+                                 adapter=None if r.variant == "base" else self.adapters[r.variant][1],
                                  messages=r.item.messages, max_new_tokens=r.item.max_new_tokens,
                                  rendered=rendered[r.item.id], settings=settings)
             keys[(r.item.id, r.variant)] = key
@@ -204,16 +217,18 @@ class HFBackend:
                         continue
                     batch = plans[variant][k]
                     prompts = [rendered[i.id] for i in batch]
-                    if variant == "base" and self.has_adapter:
+                    if variant == "base" and self.adapters:
                         with model.disable_adapter():
                             outs = self._generate_batch(prompts, batch[0].max_new_tokens)
                     else:
+                        if self.adapters:
+                            model.set_adapter(variant)
                         outs = self._generate_batch(prompts, batch[0].max_new_tokens)
                     for it, (text, n) in zip(batch, outs):
                         results[(it.id, variant)] = Generation(it.id, variant, text, n)
                         self.stats.new_tokens[variant] = self.stats.new_tokens.get(variant, 0) + n
                         cache.put(keys[(it.id, variant)], text, n,
-                                  about | {"adapter": self.adapter_digest if variant == "adapter" else None})
+                                  about | {"adapter": None if variant == "base" else self.adapters[variant][1]})
                     self.stats.generated[variant] = self.stats.generated.get(variant, 0) + len(batch)
                     progress.advance(task, len(batch))
         self.stats.generate_s += time.perf_counter() - t0

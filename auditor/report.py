@@ -185,6 +185,38 @@ def write_reports(results: dict[str, Any], out: Path) -> dict[str, Path]:
     return paths
 
 
+def report_folder_names(paths: list[str]) -> list[str]:
+    """One report sub-folder name per adapter of a multi-adapter audit: the
+    adapter folder's name (the weights file's folder), made safe and unique."""
+    names: list[str] = []
+    for p in paths:
+        stem = Path(p).name if Path(p).suffix != ".safetensors" else Path(p).parent.name
+        stem = re.sub(r"[^A-Za-z0-9._-]+", "_", stem).strip("._") or "adapter"
+        name, k = stem, 2
+        while name in names or name in ("index.html",):
+            name, k = f"{stem}-{k}", k + 1
+        names.append(name)
+    return names
+
+
+def write_index(results_list: list[dict[str, Any]], folders: list[str], out: Path) -> Path:
+    """Write ``index.html`` for a multi-adapter audit: one row per adapter with
+    its verdict, nominal label, DriftScore (points), failing rules and a link."""
+    rows = []
+    for r, folder in zip(results_list, folders):
+        d = r["drift"]
+        rows.append({"path": r["adapter"]["path"], "verdict": r["verdict"]["verdict"], "label": d.get("label"),
+                     "drift": _num(d.get("drift_score_pts"), "+.1f"), "folder": folder,
+                     "href": f"{folder}/report.html",
+                     "failing": [x for x in r["verdict"]["rules"] if x["outcome"] == "fail"]})
+    n_fail = sum(row["verdict"] == "fail" for row in rows)
+    html = _ENV.get_template("index.html.j2").render(
+        rows=rows, n_fail=n_fail, verdict="fail" if n_fail else "pass",
+        base=results_list[0]["base"]["name"], suite=results_list[0]["suite"]["name"])
+    _atomic_write(out / "index.html", html)
+    return out / "index.html"
+
+
 def check_out_dir(out: Path) -> None:
     """Refuse an output path that cannot hold the reports, before any work is done.
 

@@ -63,8 +63,9 @@ def _items(n: int = 2, budget: int = 6) -> list[Item]:
 def _backend(base, adapter_dir: Path, cache: GenerationCache, batch_size: int = 4, base_path: Path | None = None):
     info = inspect_adapter(str(adapter_dir), base.path, base.name)
     path = base_path or base.path
-    return HFBackend(path, adapter_dir, batch_size=batch_size, cache=cache, base_digest=folder_digest(path),
-                     adapter_digest=adapter_digest(info.sha256, adapter_dir / "adapter_config.json"))
+    digest = adapter_digest(info.sha256, adapter_dir / "adapter_config.json")
+    return HFBackend(path, {"adapter": (adapter_dir, digest)}, batch_size=batch_size, cache=cache,
+                     base_digest=folder_digest(path))
 
 
 def _run(backend: HFBackend, items: list[Item]) -> dict[tuple[str, str], str]:
@@ -198,3 +199,30 @@ def test_second_audit_comes_from_the_cache_and_gives_the_same_results(tmp_path):
         for k in ("created_at", "timings", "cache", "model_loaded", "generated", "new_tokens"):
             r["run"].pop(k)
     assert runs[0] == runs[1]
+
+
+def test_several_adapters_share_one_base_pass(tmp_path):
+    out = tmp_path / "multi"
+    proc = subprocess.run([*AUDIT, str(TERSE), str(MATH / "adapter_model.safetensors"), "--capability", "math",
+                           "--limit", "2", "--no-cache", "--out", str(out)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=900)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["index.html", "math-arith-r8", "terse-instruct-r8"]
+    terse, math = (json.loads((out / n / "results.json").read_text()) for n in ("terse-instruct-r8", "math-arith-r8"))
+    # the base variant was generated once and both reports compare against the same answers
+    assert terse["run"]["generated"] == {"base": 2, "adapter": 2} == math["run"]["generated"]
+    assert terse["run"]["adapters_in_run"] == 2
+    assert [i["base"]["text"] for i in terse["items"]] == [i["base"]["text"] for i in math["items"]]
+    assert terse["adapter"]["sha256"] != math["adapter"]["sha256"]
+    assert [i["adapter"]["text"] for i in terse["items"]] != [i["adapter"]["text"] for i in math["items"]]
+    index = (out / "index.html").read_text()
+    assert 'href="terse-instruct-r8/report.html"' in index and 'href="math-arith-r8/report.html"' in index
+    failed = terse["verdict"]["verdict"] == "fail" or math["verdict"]["verdict"] == "fail"
+    assert proc.returncode == (1 if failed else 0)
+
+
+def test_the_same_adapter_twice_is_refused(tmp_path):
+    proc = subprocess.run([*AUDIT, str(TERSE), str(TERSE / "adapter_model.safetensors"), "--out", str(tmp_path / "o")],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "same adapter" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
