@@ -3,9 +3,10 @@
 The ``hf`` backend (transformers + peft) loads the base once, attaches the
 adapter with ``PeftModel.from_pretrained`` and produces the base variant with
 the adapter disabled (``disable_adapter()``). Decoding is greedy; prompts are
-rendered with the base's chat template and batched with left padding. Base
-and adapter requests of an item are placed in batches of identical
-composition, so the paired comparison is not confounded by padding.
+rendered with the base's chat template and batched with left padding. The
+base and adapter requests of an item are generated in the same ``generate``
+call (peft's mixed-adapter batches), so the paired comparison is not
+confounded by padding and the weights are read once per step for both.
 
 Every answer goes through the generation cache (:mod:`auditor.cache`):
 requests found there are not generated again, the model is loaded only when
@@ -68,17 +69,23 @@ class HFBackend:
         base_path: local HF model folder of the base.
         adapters: variant name → (PEFT adapter folder, content digest), e.g.
             ``{"adapter": (path, digest)}``; empty or None to run the base only.
-        batch_size: prompts per ``generate`` call.
+        batch_size: items per ``generate`` call (each with every variant it still needs).
         dtype: torch dtype name (``float32`` keeps greedy decoding comparable
             across backends).
         cache: the generation cache (default: disabled).
         base_digest: content digest of the base folder (:func:`auditor.cache.folder_digest`).
+        device: ``"auto"`` (the first CUDA GPU when torch sees one, else the
+            CPU), or a torch device name such as ``"cpu"`` or ``"cuda:1"``.
+        mix_variants: generate the base and adapter rows of a batch in one
+            ``generate`` call (peft mixed-adapter batch); a call then holds up
+            to ``batch_size`` items × the number of variants.
     """
 
     name = "hf"
 
     def __init__(self, base_path: Path, adapters: dict[str, tuple[Path, str]] | None, batch_size: int = 24,
-                 dtype: str = "float32", cache: GenerationCache | None = None, base_digest: str = ""):
+                 dtype: str = "float32", cache: GenerationCache | None = None, base_digest: str = "",
+                 mix_variants: bool = True, device: str = "auto"):
         import torch
         from transformers import AutoTokenizer
         from transformers.utils import logging as hf_logging
@@ -87,6 +94,7 @@ class HFBackend:
         t0 = time.perf_counter()
         self.torch = torch
         self.base_path, self.dtype = Path(base_path), dtype
+        self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
         self.adapters = {v: (Path(p), d) for v, (p, d) in (adapters or {}).items()}
         if "base" in self.adapters:
             raise ValueError("'base' is the name of the base variant, not of an adapter")
@@ -99,6 +107,8 @@ class HFBackend:
         self.batch_size = batch_size
         self.cache = cache if cache is not None else GenerationCache(None)
         self.base_digest = base_digest
+        #: put rows of several variants in one generate call (peft mixed-adapter batches)
+        self.mix_variants = mix_variants
 
     @property
     def model(self):
@@ -107,7 +117,8 @@ class HFBackend:
             from transformers import AutoModelForCausalLM
 
             t0 = time.perf_counter()
-            model = AutoModelForCausalLM.from_pretrained(str(self.base_path), dtype=getattr(self.torch, self.dtype))
+            model = AutoModelForCausalLM.from_pretrained(str(self.base_path), dtype=getattr(self.torch, self.dtype),
+                                                         device_map=self.device)
             for k, (variant, (path, _)) in enumerate(self.adapters.items()):
                 if k == 0:
                     from peft import PeftModel
@@ -133,20 +144,23 @@ class HFBackend:
                 versions[pkg] = metadata.version(pkg)
             except metadata.PackageNotFoundError:
                 versions[pkg] = None
-        return {"backend": self.name, "decoding": "greedy", "dtype": self.dtype, "batch_size": self.batch_size,
-                "versions": versions}
+        return {"backend": self.name, "device": self.device.split(":")[0], "decoding": "greedy", "dtype": self.dtype,
+                "batch_size": self.batch_size, "mixed_variants": self.mix_variants, "versions": versions}
 
     def render(self, item: Item) -> str:
         """The exact prompt string the model sees (chat template applied)."""
         return self.tokenizer.apply_chat_template(list(item.messages), tokenize=False, add_generation_prompt=True)
 
-    def _generate_batch(self, prompts: list[str], max_new_tokens: int) -> list[tuple[str, int]]:
+    def _generate_batch(self, prompts: list[str], max_new_tokens: int,
+                        adapter_names: list[str] | None = None) -> list[tuple[str, int]]:
         torch = self.torch
-        enc = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+        enc = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+        extra = {"adapter_names": adapter_names} if adapter_names is not None else {}
+        model = self.model  # a lazy load must not happen inside inference_mode (its tensors could not be switched)
         with torch.inference_mode():
-            out = self.model.generate(
+            out = model.generate(
                 **enc, max_new_tokens=max_new_tokens, do_sample=False, temperature=None, top_p=None, top_k=None,
-                pad_token_id=self.tokenizer.pad_token_id,
+                pad_token_id=self.tokenizer.pad_token_id, **extra,
             )
         new = out[:, enc["input_ids"].shape[1]:]
         eos = self.tokenizer.eos_token_id
@@ -158,6 +172,37 @@ class HFBackend:
             text = self.tokenizer.decode(row[:n], skip_special_tokens=True)
             results.append((text, n))
         return results
+
+    def _generate_rows(self, rows: list[tuple[Item, str]], prompts: list[str]) -> list[tuple[str, int]]:
+        """Generate one batch whose rows may belong to different variants.
+
+        Rows of several variants go into one ``generate`` call with peft's
+        mixed-adapter batches (``adapter_names``, ``"__base__"`` for the base),
+        so the weights are read once per decoding step for all of them
+        (decoding is memory-bound). Where peft refuses a mixed batch (DoRA,
+        some layer types) the rows are generated variant by variant.
+        """
+        budget = rows[0][0].max_new_tokens
+        variants = sorted({v for _, v in rows})
+        if not self.adapters:
+            return self._generate_batch(prompts, budget)
+        if len(variants) > 1 and self.mix_variants:
+            try:
+                return self._generate_batch(prompts, budget, ["__base__" if v == "base" else v for _, v in rows])
+            except (ValueError, TypeError, NotImplementedError):
+                self.mix_variants = False  # e.g. DoRA: peft has no mixed batches for it
+        out: dict[int, tuple[str, int]] = {}
+        for variant in variants:
+            idx = [k for k, (_, v) in enumerate(rows) if v == variant]
+            sub = [prompts[k] for k in idx]
+            if variant == "base":
+                with self.model.disable_adapter():
+                    res = self._generate_batch(sub, budget)
+            else:
+                self.model.set_adapter(variant)
+                res = self._generate_batch(sub, budget)
+            out.update(zip(idx, res))
+        return [out[k] for k in range(len(rows))]
 
     def generate(self, requests: list[Request], split_small: bool = False, use_cache: bool = True) -> list[Generation]:
         """Generate all requests; returns one Generation per request (same order).
@@ -200,36 +245,28 @@ class HFBackend:
         n_todo = sum(len(v) for v in todo.values())
         if n_todo == 0:
             return [results[(r.item.id, r.variant)] for r in requests]
+        # items with anything to generate; each batch carries every missing variant of its items,
+        # so base and adapter answers of an item come from the same generate call (same padding)
+        todo_items = list({it.id: it for v in variants for it in todo[v]}.values())
+        missing = {v: {it.id for it in todo[v]} for v in variants}
         plen = {it.id: len(self.tokenizer(rendered[it.id], add_special_tokens=False)["input_ids"])
-                for its in todo.values() for it in its}
+                for it in todo_items}
         about = {"base": self.base_digest, "backend": self.name}
-        model = self.model  # load before the clock starts: generate_s is generation only
+        self.model  # load before the clock starts: generate_s is generation only
         t0 = time.perf_counter()
         with Progress(TextColumn("[bold]generate[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), transient=False) as progress:
             desc = ", ".join(f"{len(todo[v])} {v}" for v in variants if todo[v])
             task = progress.add_task(f"hf · {desc}", total=n_todo)
-            # batches of each variant's misses, base and adapter of the same batch back to back
-            plans = {v: list(_batches(todo[v], self.batch_size, plen, split_small)) for v in variants}
-            for k in range(max(len(p) for p in plans.values())):
-                for variant in variants:
-                    if k >= len(plans[variant]):
-                        continue
-                    batch = plans[variant][k]
-                    prompts = [rendered[i.id] for i in batch]
-                    if variant == "base" and self.adapters:
-                        with model.disable_adapter():
-                            outs = self._generate_batch(prompts, batch[0].max_new_tokens)
-                    else:
-                        if self.adapters:
-                            model.set_adapter(variant)
-                        outs = self._generate_batch(prompts, batch[0].max_new_tokens)
-                    for it, (text, n) in zip(batch, outs):
-                        results[(it.id, variant)] = Generation(it.id, variant, text, n)
-                        self.stats.new_tokens[variant] = self.stats.new_tokens.get(variant, 0) + n
-                        cache.put(keys[(it.id, variant)], text, n,
-                                  about | {"adapter": None if variant == "base" else self.adapters[variant][1]})
-                    self.stats.generated[variant] = self.stats.generated.get(variant, 0) + len(batch)
-                    progress.advance(task, len(batch))
+            for batch in _batches(todo_items, self.batch_size, plen, split_small):
+                rows = [(it, v) for v in variants for it in batch if it.id in missing[v]]
+                outs = self._generate_rows(rows, [rendered[it.id] for it, _ in rows])
+                for (it, variant), (text, n) in zip(rows, outs):
+                    results[(it.id, variant)] = Generation(it.id, variant, text, n)
+                    self.stats.new_tokens[variant] = self.stats.new_tokens.get(variant, 0) + n
+                    self.stats.generated[variant] = self.stats.generated.get(variant, 0) + 1
+                    cache.put(keys[(it.id, variant)], text, n,
+                              about | {"adapter": None if variant == "base" else self.adapters[variant][1]})
+                progress.advance(task, len(rows))
         self.stats.generate_s += time.perf_counter() - t0
         return [results[(r.item.id, r.variant)] for r in requests]

@@ -1,0 +1,347 @@
+"""Speed of an audit, measured side by side in one run on the same items and machine.
+
+    HF_HUB_OFFLINE=1 python benchmarks/bench_audit.py --data-dir path/to/data [--n 16] [--batch-size 16] \
+        [--parts abcd] [--write benchmarks/RESULTS.md]
+
+``--data-dir`` holds the upstream IFEval ``input_data.jsonl`` and GSM8K
+``test.jsonl`` (or the flat copies ``ifeval_input_data.jsonl`` /
+``gsm8k_test.jsonl``). The items are the first ``--n`` IFEval prompts
+(budget 128 new tokens) and the first ``--n`` GSM8K test questions as
+lm-eval's zero-shot prompt ``Question: ...\\nAnswer:`` (budget 96), chat
+template applied, greedy decoding, on the embedded base
+(SmolLM2-135M-Instruct) with the demo adapters.
+
+Ratios printed (goal in brackets):
+
+(a) generation stage of an audit (base + adapter variants) vs a plain loop of
+    ``model.generate`` over the same prompts, batch size and budgets [>= 0.9];
+(b) a whole audit with the base pass in the cache (another adapter was
+    audited before) vs the same audit with an empty cache [>= 1.8x];
+(c) lm-evaluation-harness (hf backend) on the same items, base run and then
+    ``peft=`` adapter run, vs one audit [>= 3x]; the harness tasks are
+    ifeval and gsm8k pointed at the same local files, ``num_fewshot: 0``,
+    ``until: []``, the same ``max_gen_toks``, ``--limit n``,
+    ``apply_chat_template=True``, the same batch size;
+(d) audits of 1, 2 and 4 adapters in one run (cache off): cost should grow
+    like 1 base pass + N adapter passes.
+
+Every timing is wall-clock seconds of this process (``time.perf_counter``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from auditor.cachedir import cache_dir  # noqa: E402
+from auditor.generate import HFBackend  # noqa: E402
+from auditor.models import resolve_base  # noqa: E402
+from auditor.plan import load_suite, plan_requests  # noqa: E402
+
+DEMO = ROOT / "examples" / "adapters"
+TERSE, MATH = DEMO / "terse-instruct-r8", DEMO / "math-arith-r8"
+IFEVAL_BUDGET, MATH_BUDGET = 128, 96
+GSM8K_PROMPT = "Question: {question}\nAnswer:"
+
+
+def suite_manifest(folder: Path, n: int) -> Path:
+    """The audit suite of the benchmark: first n IFEval prompts and first n GSM8K questions."""
+    p = folder / "bench_suite.yaml"
+    p.write_text(
+        "name: bench\nversion: 1\ncapabilities:\n"
+        f"  - {{name: ifeval, group: HOW, source: {{benchmark: ifeval, first: {n}}}, scorer: ifeval,\n"
+        f"     prompt_template: '{{prompt}}', max_new_tokens: {IFEVAL_BUDGET}}}\n"
+        f"  - {{name: math, group: CAN, source: {{benchmark: gsm8k, split: test, first: {n}}}, "
+        f"scorer: numeric_match,\n     prompt_template: {json.dumps(GSM8K_PROMPT)}, max_new_tokens: {MATH_BUDGET}}}\n")
+    return p
+
+
+def lm_eval_tasks(folder: Path, data_dir: Path) -> Path:
+    """lm-eval task YAMLs for the same items: the harness's ifeval and gsm8k
+    tasks pointed at the local files, zero-shot, same budgets, no stop strings."""
+    def find(*names: str) -> Path:
+        for name in names:
+            for p in data_dir.rglob(name):
+                return p.resolve()
+        raise SystemExit(f"{data_dir}: none of {names}")
+
+    ifeval, gsm8k = find("ifeval_input_data.jsonl", "input_data.jsonl"), find("gsm8k_test.jsonl", "test.jsonl")
+    tasks = folder / "lm_eval_tasks"
+    tasks.mkdir()
+    (tasks / "utils.py").write_text("from lm_eval.tasks.ifeval.utils import agg_inst_level_acc, process_results\n")
+    (tasks / "bench_ifeval.yaml").write_text(f"""task: bench_ifeval
+dataset_path: json
+dataset_kwargs: {{data_files: {{train: {json.dumps(str(ifeval))}}}}}
+output_type: generate_until
+test_split: train
+num_fewshot: 0
+doc_to_text: prompt
+doc_to_target: 0
+generation_kwargs: {{until: [], do_sample: false, temperature: 0.0, max_gen_toks: {IFEVAL_BUDGET}}}
+process_results: !function utils.process_results
+metric_list:
+  - {{metric: prompt_level_strict_acc, aggregation: mean, higher_is_better: true}}
+  - {{metric: inst_level_strict_acc, aggregation: !function utils.agg_inst_level_acc, higher_is_better: true}}
+  - {{metric: prompt_level_loose_acc, aggregation: mean, higher_is_better: true}}
+  - {{metric: inst_level_loose_acc, aggregation: !function utils.agg_inst_level_acc, higher_is_better: true}}
+""")
+    (tasks / "bench_gsm8k.yaml").write_text(f"""task: bench_gsm8k
+dataset_path: json
+dataset_kwargs: {{data_files: {{test: {json.dumps(str(gsm8k))}}}}}
+output_type: generate_until
+test_split: test
+num_fewshot: 0
+doc_to_text: {json.dumps(GSM8K_PROMPT.replace("{question}", "{{question}}"))}
+doc_to_target: "{{{{answer}}}}"
+generation_kwargs: {{until: [], do_sample: false, temperature: 0.0, max_gen_toks: {MATH_BUDGET}}}
+metric_list:
+  - {{metric: exact_match, aggregation: mean, higher_is_better: true}}
+""")
+    return tasks
+
+
+@contextmanager
+def fresh_cache(work: Path, name: str):
+    """A new, empty auditor cache that shares the converted base model (no reconversion)."""
+    user = cache_dir()
+    root = work / f"cache-{name}"
+    root.mkdir()
+    for shared in ("models", "nltk_data"):
+        if (user / shared).is_dir():
+            (root / shared).symlink_to(user / shared, target_is_directory=True)
+    old = os.environ.get("AUDITOR_CACHE_DIR")
+    os.environ["AUDITOR_CACHE_DIR"] = str(root)
+    try:
+        yield root
+    finally:
+        if old is None:
+            os.environ.pop("AUDITOR_CACHE_DIR", None)
+        else:
+            os.environ["AUDITOR_CACHE_DIR"] = old
+
+
+def random_adapter(folder: Path, seed: int, r: int = 8) -> Path:
+    """A LoRA adapter (q_proj, v_proj, all 30 layers) with small random weights, built locally."""
+    import torch
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True)
+    g = torch.Generator().manual_seed(seed)
+    tensors = {}
+    for i in range(30):
+        for m, out_f in (("q_proj", 576), ("v_proj", 192)):
+            key = f"base_model.model.model.layers.{i}.self_attn.{m}"
+            tensors[f"{key}.lora_A.weight"] = torch.randn(r, 576, generator=g) * 0.02
+            tensors[f"{key}.lora_B.weight"] = torch.randn(out_f, r, generator=g) * 0.02
+    save_file(tensors, str(folder / "adapter_model.safetensors"))
+    (folder / "adapter_config.json").write_text(json.dumps({
+        "peft_type": "LORA", "task_type": "CAUSAL_LM", "r": r, "lora_alpha": 2 * r, "lora_dropout": 0.0,
+        "target_modules": ["q_proj", "v_proj"], "bias": "none",
+        "base_model_name_or_path": "HuggingFaceTB/SmolLM2-135M-Instruct"}))
+    return folder
+
+
+def timed_audit(args: argparse.Namespace, suite_path: Path, adapters: list[Path], out: Path,
+                no_cache: bool = False) -> tuple[float, list[dict]]:
+    """Wall time of the `audit` command as a user runs it (new process: imports, load, generate, score, report)."""
+    cmd = [sys.executable, "-m", "auditor.cli", *map(str, adapters), "--suite", str(suite_path), "--data-dir",
+           str(args.data_dir), "--batch-size", str(args.batch_size), "--out", str(out)]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd + (["--no-cache"] if no_cache else []), capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"audit failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    folders = [out] if len(adapters) == 1 else sorted(p for p in out.iterdir() if p.is_dir())
+    return wall, [json.loads((f / "results.json").read_text()) for f in folders]
+
+
+def part_a(suite, base, batch_size: int) -> dict:
+    """Generation stage of the audit vs a plain model.generate loop (same prompts, batch size, budgets)."""
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from auditor.cache import adapter_digest
+    from auditor.inspection import inspect_adapter
+
+    info = inspect_adapter(str(TERSE), base.path, base.name)
+    adapters = {"adapter": (TERSE, adapter_digest(info.sha256, TERSE / "adapter_config.json"))}
+    def audit_stage(mix: bool) -> tuple[float, int]:
+        backend = HFBackend(base.path, adapters, batch_size=batch_size, mix_variants=mix)
+        backend._generate_batch(["Hello"], 4)  # warm-up: one-time kernel and allocator set-up is not timed
+        backend.generate(plan_requests(suite))
+        return backend.stats.generate_s, sum(backend.stats.new_tokens.values())
+
+    audit_s, audit_tokens = audit_stage(True)
+    # the same stage without mixed-variant batches (base, then adapter, batch by batch)
+    separate_s, _ = audit_stage(False)
+
+    tok = AutoTokenizer.from_pretrained(str(base.path))
+    tok.padding_side = "left"
+    model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(str(base.path), dtype=torch.float32),
+                                      str(TERSE)).eval()
+    items = list(suite.items)
+    raw_tokens = 0
+    with torch.inference_mode():  # warm-up, as for the audit
+        model.generate(**tok(["Hello"], return_tensors="pt"), max_new_tokens=4, do_sample=False, temperature=None,
+                       top_p=None, top_k=None, pad_token_id=tok.pad_token_id)
+    t0 = time.perf_counter()
+    for variant in ("base", "adapter"):
+        for k in range(0, len(items), batch_size):
+            chunk = items[k:k + batch_size]
+            prompts = [tok.apply_chat_template(list(i.messages), tokenize=False, add_generation_prompt=True)
+                       for i in chunk]
+            enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+            kw = dict(max_new_tokens=max(i.max_new_tokens for i in chunk), do_sample=False, temperature=None,
+                      top_p=None, top_k=None, pad_token_id=tok.pad_token_id)
+            with torch.inference_mode():
+                if variant == "base":
+                    with model.disable_adapter():
+                        out = model.generate(**enc, **kw)
+                else:
+                    out = model.generate(**enc, **kw)
+            new = out[:, enc["input_ids"].shape[1]:]
+            raw_tokens += int((new != tok.pad_token_id).sum())
+    raw_s = time.perf_counter() - t0
+    return {"audit_generate_s": audit_s, "audit_separate_variants_s": separate_s,
+            "raw_generate_s": raw_s, "ratio_raw_over_audit": raw_s / audit_s,
+            "audit_new_tokens": audit_tokens, "raw_new_tokens": raw_tokens}
+
+
+def part_c_lm_eval(tasks: Path, base, n: int, batch_size: int) -> dict:
+    """lm-evaluation-harness CLI, hf backend: the base run, then the adapter run with peft= (two processes)."""
+    from auditor.ifeval_support import ensure_punkt
+
+    env = {**os.environ, "NLTK_DATA": str(ensure_punkt())}  # the harness's IFEval checkers, offline
+    times = {}
+    for name, extra in (("base", ""), ("adapter", f",peft={TERSE}")):
+        cmd = [sys.executable, "-m", "lm_eval", "--model", "hf",
+               "--model_args", f"pretrained={base.path},dtype=float32{extra}", "--device", "cpu",
+               "--tasks", "bench_ifeval,bench_gsm8k", "--include_path", str(tasks), "--limit", str(n),
+               "--batch_size", str(batch_size), "--apply_chat_template"]
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        times[name] = time.perf_counter() - t0
+        if proc.returncode != 0 or "bench_ifeval" not in proc.stdout:
+            raise SystemExit(f"lm_eval failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    return {"lm_eval_base_s": times["base"], "lm_eval_adapter_s": times["adapter"],
+            "lm_eval_total_s": times["base"] + times["adapter"]}
+
+
+def machine() -> str:
+    cpu = ""
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    import torch
+
+    return (f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPU cores ({cpu or 'unknown CPU'}), "
+            f"torch {torch.__version__}, {torch.get_num_threads()} threads, no GPU" if not torch.cuda.is_available()
+            else f"GPU {torch.cuda.get_device_name(0)}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data-dir", required=True, type=Path)
+    ap.add_argument("--n", type=int, default=16, help="items per capability (IFEval, GSM8K)")
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--parts", default="abcd")
+    ap.add_argument("--write", type=Path, default=None, help="update this RESULTS.md section")
+    args = ap.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="bench-audit-"))
+    base = resolve_base(None)
+    suite_path = suite_manifest(work, args.n)
+    suite = load_suite(str(suite_path), data_dir=str(args.data_dir))
+    runs = iter(range(10**6))
+
+    def audit(adapters: list[Path], no_cache: bool = False) -> tuple[float, list[dict]]:
+        return timed_audit(args, suite_path, adapters, work / f"out-{next(runs)}", no_cache)
+
+    res: dict = {"n_items": len(suite.items), "batch_size": args.batch_size, "machine": machine()}
+    lines = []
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+        lines.append(line)
+
+    say(f"machine: {res['machine']}")
+    say(f"items: {len(suite.items)} ({args.n} IFEval @ {IFEVAL_BUDGET} tokens, {args.n} GSM8K @ {MATH_BUDGET} "
+        f"tokens), batch size {args.batch_size}, greedy, fp32")
+    if "a" in args.parts:
+        a = part_a(suite, base, args.batch_size)
+        res["a"] = a
+        say(f"(a) generation stage: audit {a['audit_generate_s']:.1f} s vs raw model.generate loop "
+            f"{a['raw_generate_s']:.1f} s -> ratio raw/audit {a['ratio_raw_over_audit']:.2f} (goal >= 0.9); "
+            f"new tokens {a['audit_new_tokens']} vs {a['raw_new_tokens']}; audit without mixed-variant batches "
+            f"{a['audit_separate_variants_s']:.1f} s")
+    if "b" in args.parts or "c" in args.parts:
+        with fresh_cache(work, "cold-math"):
+            cold_math, _ = audit([MATH])
+        with fresh_cache(work, "warm"):
+            cold_terse, _ = audit([TERSE])
+            warm_math, r = audit([MATH])
+            assert r[0]["run"]["cache"]["hits"].get("base") == len(suite.items), r[0]["run"]["cache"]
+        res["b"] = {"cold_s": cold_math, "warm_base_s": warm_math, "speedup": cold_math / warm_math,
+                    "cold_terse_s": cold_terse}
+        say(f"(b) audit of math-arith-r8: empty cache {cold_math:.1f} s vs base pass cached {warm_math:.1f} s "
+            f"-> {cold_math / warm_math:.2f}x faster (goal >= 1.8x)")
+    if "c" in args.parts:
+        c = part_c_lm_eval(lm_eval_tasks(work, args.data_dir), base, args.n, args.batch_size)
+        cold = res["b"]["cold_terse_s"]
+        c |= {"audit_cold_s": cold, "speedup_cold": c["lm_eval_total_s"] / cold}
+        with fresh_cache(work, "c-warm"):
+            audit([MATH])
+            warm, _ = audit([TERSE])
+        c |= {"audit_warm_base_s": warm, "speedup_warm_base": c["lm_eval_total_s"] / warm}
+        res["c"] = c
+        say(f"(c) lm-eval hf base {c['lm_eval_base_s']:.1f} s + peft adapter {c['lm_eval_adapter_s']:.1f} s = "
+            f"{c['lm_eval_total_s']:.1f} s vs audit of terse-instruct-r8 {cold:.1f} s (empty cache) -> "
+            f"{c['speedup_cold']:.2f}x, vs {warm:.1f} s (base pass cached) -> {c['speedup_warm_base']:.2f}x "
+            "(goal >= 3x)")
+    if "d" in args.parts:
+        extra = [random_adapter(work / f"random-{k}", seed=k) for k in (1, 2)]
+        sets = {1: [TERSE], 2: [TERSE, MATH], 4: [TERSE, MATH, *extra]}
+        t = {}
+        for n_ad, ads in sets.items():
+            t[n_ad], results = audit(ads, no_cache=True)
+            assert all(r["run"]["generated"] == {"base": len(suite.items), "adapter": len(suite.items)}
+                       for r in results)
+        per_adapter = (t[4] - t[2]) / 2
+        res["d"] = {"seconds": t, "per_extra_adapter_s": per_adapter, "one_plus_one_s": t[1],
+                    "separate_audits_4_s": 4 * t[1]}
+        say(f"(d) one run with 1 / 2 / 4 adapters (cache off): {t[1]:.1f} / {t[2]:.1f} / {t[4]:.1f} s; each "
+            f"extra adapter +{t[2] - t[1]:.1f} / +{per_adapter:.1f} s; 4 separate audits would take about "
+            f"{4 * t[1]:.1f} s ({4 * t[1] / t[4]:.2f}x the one run)")
+    print(json.dumps(res, indent=2, default=str))
+    if args.write:
+        text = args.write.read_text() if args.write.is_file() else "# Benchmark results\n"
+        cmd = (f"HF_HUB_OFFLINE=1 python benchmarks/bench_audit.py --data-dir DATA --n {args.n} "
+               f"--batch-size {args.batch_size} --parts {args.parts} --write {args.write}")
+        block = ("<!-- bench_audit:begin -->\n" f"Command: `{cmd}`\n\n```\n" + "\n".join(lines) + "\n```\n"
+                 "<!-- bench_audit:end -->")
+        if "<!-- bench_audit:begin -->" in text:
+            text = re.sub(r"<!-- bench_audit:begin -->.*<!-- bench_audit:end -->", lambda _: block, text, flags=re.S)
+        else:
+            text += "\n## Audit speed (bench_audit.py)\n\n" + block + "\n"
+        args.write.write_text(text)
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
