@@ -54,7 +54,8 @@ class AuditOptions:
     label: str | None = None
     limit: int | None = None
     capabilities: tuple[str, ...] = ()
-    batch_size: int = 24
+    #: items per generate call, or "auto" (chosen from free memory per generation budget)
+    batch_size: int | str = 24
     dtype: str = "float32"
     #: local folder with standard benchmark files (``--data-dir`` / ``$AUDITOR_DATA_DIR``)
     data_dir: str | None = None
@@ -71,7 +72,8 @@ def _noise_floor(backend: HFBackend, suite: Any, generations: list, scores: list
     answer, or score, changed. A batch-invariant
     backend gives zero (transformers is not always: transformers#25921)."""
     bs = backend.batch_size
-    replay_bs = bs // 2 if bs > 1 else 2
+    used = bs if bs != "auto" else max(backend.stats.batch_sizes_used.values(), default=2)
+    replay_bs = used // 2 if used > 1 else 2
     log(f"noise floor: replaying the base variant with batch size {replay_bs} (was {bs})")
     backend.batch_size = replay_bs
     try:
@@ -240,6 +242,7 @@ def _one_result(opts: AuditOptions, shared: dict[str, Any], adapter: Any, adapte
                        "p_adjusted": "Benjamini-Hochberg"},
         "run": {
             "backend": stats.backend, "dtype": opts.dtype, "batch_size": opts.batch_size, "limit": opts.limit,
+            "batch_sizes_used": {str(k): v for k, v in sorted(stats.batch_sizes_used.items())},
             "capabilities": [c.name for c in suite.capabilities],
             "decoding": "greedy",
             "new_tokens": _for_variant(stats.new_tokens, variant),

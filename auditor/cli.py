@@ -47,6 +47,23 @@ def cli() -> None:
     """
 
 
+class _BatchSize(click.ParamType):
+    """A positive integer or ``auto``."""
+
+    name = "N|auto"
+
+    def convert(self, value, param, ctx):  # noqa: D102 - click's interface
+        if isinstance(value, int) or value == "auto":
+            return value
+        try:
+            n = int(str(value))
+        except ValueError:
+            n = 0
+        if n < 1:
+            self.fail(f"{value!r} is not a positive integer or 'auto'", param, ctx)
+        return n
+
+
 def _t(x: object) -> str:
     """Untrusted text for the terminal: control characters (ANSI escapes, OSC
     sequences, NUL) dropped, rich markup escaped."""
@@ -89,8 +106,9 @@ def _print_summary(results: dict) -> None:
               help="Run only this capability of the suite (repeatable), e.g. --capability math.")
 @click.option("--out", "out", type=click.Path(path_type=Path), default=Path("audit-report"), show_default=True,
               help="Report folder.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=24, show_default=True,
-              help="Prompts per generate call (same batches for base and adapter).")
+@click.option("--batch-size", type=_BatchSize(), default="24", show_default=True,
+              help="Items per generate call (base and adapter rows of an item share the call), or 'auto': "
+                   "as many as fit in half the free memory, per generation budget.")
 @click.option("--noise-floor", is_flag=True,
               help="Replay the base variant with another batch composition and report how many answers change.")
 @click.option("--no-cache", "no_cache", is_flag=True,
@@ -100,7 +118,7 @@ def _print_summary(results: dict) -> None:
               help="Folder with local copies of the standard benchmark files (IFEval, GSM8K, XSTest, "
                    "MMLU-Redux) for suites that use them; without it they are fetched from the Hugging Face hub.")
 def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, suite: str, label: str | None, limit: int | None,
-            capabilities: tuple[str, ...], out: Path, batch_size: int, noise_floor: bool, no_cache: bool,
+            capabilities: tuple[str, ...], out: Path, batch_size: int | str, noise_floor: bool, no_cache: bool,
             data_dir: str | None) -> None:
     """Audit ADAPTERS (PEFT adapter folders or their adapter_model.safetensors).
 

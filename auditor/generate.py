@@ -16,10 +16,11 @@ interrupted audit keeps its work.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -35,9 +36,48 @@ class GenerationStats:
     load_s: float = 0.0
     generate_s: float = 0.0
     new_tokens: dict[str, int] = field(default_factory=dict)
-    batch_size: int = 0
+    batch_size: int | str = 0
+    #: with ``batch_size="auto"``: items per call chosen for each generation budget (tokens → items)
+    batch_sizes_used: dict[int, int] = field(default_factory=dict)
     #: requests actually generated (cache misses), per variant
     generated: dict[str, int] = field(default_factory=dict)
+
+
+def _free_memory_bytes(device: str) -> int:
+    """Free memory where the KV cache will live: ``torch.cuda.mem_get_info`` on a GPU,
+    ``MemAvailable`` from /proc/meminfo on the CPU (bytes)."""
+    import torch
+
+    if device.startswith("cuda"):
+        return int(torch.cuda.mem_get_info(torch.device(device))[0])
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+
+
+def auto_batch_size(config: Any, max_len: int, rows_per_item: int, free_bytes: int, dtype_bytes: int,
+                    cap: int, fraction: float = 0.5) -> int:
+    """Items per ``generate`` call whose KV cache fits in ``fraction`` of the free memory.
+
+    Per row (one item under one variant), for a sequence of ``max_len``
+    tokens (longest prompt + budget): the KV cache, 2 × layers × kv_heads ×
+    head_dim × ``dtype_bytes`` × ``max_len``; one layer's keys and values
+    expanded to all query heads (grouped-query attention does this in
+    transformers' eager/SDPA path); one row of fp32 logits. Each item takes
+    ``rows_per_item`` rows (its variants). The result is clamped to [1, ``cap``].
+    """
+    layers = int(config.num_hidden_layers)
+    heads = int(config.num_attention_heads)
+    kv_heads = int(getattr(config, "num_key_value_heads", None) or heads)
+    head_dim = int(getattr(config, "head_dim", None) or config.hidden_size // heads)
+    per_row = (2 * layers * kv_heads + 2 * heads) * head_dim * dtype_bytes * max_len + 4 * int(config.vocab_size)
+    fit = int(fraction * free_bytes) // max(1, per_row * max(1, rows_per_item))
+    return max(1, min(cap, fit))
 
 
 def _batches(items: list[Item], batch_size: int, prompt_len: dict[str, int],
@@ -69,7 +109,10 @@ class HFBackend:
         base_path: local HF model folder of the base.
         adapters: variant name → (PEFT adapter folder, content digest), e.g.
             ``{"adapter": (path, digest)}``; empty or None to run the base only.
-        batch_size: items per ``generate`` call (each with every variant it still needs).
+        batch_size: items per ``generate`` call (each with every variant it
+            still needs), or ``"auto"``: per generation budget, as many as
+            fit in half the free memory (:func:`auto_batch_size`), at most
+            64 on the CPU and 256 on a GPU.
         dtype: torch dtype name (``float32`` keeps greedy decoding comparable
             across backends).
         cache: the generation cache (default: disabled).
@@ -83,7 +126,7 @@ class HFBackend:
 
     name = "hf"
 
-    def __init__(self, base_path: Path, adapters: dict[str, tuple[Path, str]] | None, batch_size: int = 24,
+    def __init__(self, base_path: Path, adapters: dict[str, tuple[Path, str]] | None, batch_size: int | str = 24,
                  dtype: str = "float32", cache: GenerationCache | None = None, base_digest: str = "",
                  mix_variants: bool = True, device: str = "auto"):
         import torch
@@ -204,6 +247,25 @@ class HFBackend:
             out.update(zip(idx, res))
         return [out[k] for k in range(len(rows))]
 
+    def _plan_batches(self, items: list[Item], plen: dict[str, int], split_small: bool,
+                      n_variants: int) -> Iterable[list[Item]]:
+        """Batches of :func:`_batches`; with ``batch_size="auto"`` the size is chosen per budget group."""
+        if self.batch_size != "auto":
+            yield from _batches(items, int(self.batch_size), plen, split_small)
+            return
+        by_budget: dict[int, list[Item]] = {}
+        for it in items:
+            by_budget.setdefault(it.max_new_tokens, []).append(it)
+        cap = 256 if self.device.startswith("cuda") else 64
+        dtype_bytes = self.torch.finfo(getattr(self.torch, self.dtype)).bits // 8
+        free = _free_memory_bytes(self.device)
+        for budget in sorted(by_budget):
+            group = by_budget[budget]
+            size = auto_batch_size(self.model.config, max(plen[i.id] for i in group) + budget, n_variants, free,
+                                   dtype_bytes, cap)
+            self.stats.batch_sizes_used[budget] = size
+            yield from _batches(group, size, plen, split_small)
+
     def generate(self, requests: list[Request], split_small: bool = False, use_cache: bool = True) -> list[Generation]:
         """Generate all requests; returns one Generation per request (same order).
 
@@ -258,7 +320,8 @@ class HFBackend:
                       TimeElapsedColumn(), transient=False) as progress:
             desc = ", ".join(f"{len(todo[v])} {v}" for v in variants if todo[v])
             task = progress.add_task(f"hf · {desc}", total=n_todo)
-            for batch in _batches(todo_items, self.batch_size, plen, split_small):
+            for batch in self._plan_batches(todo_items, plen, split_small,
+                                            sum(1 for v in variants if missing[v])):
                 rows = [(it, v) for v in variants for it in batch if it.id in missing[v]]
                 outs = self._generate_rows(rows, [rendered[it.id] for it, _ in rows])
                 for (it, variant), (text, n) in zip(rows, outs):

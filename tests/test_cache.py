@@ -240,3 +240,34 @@ def test_mixed_variant_batches_give_the_same_answers_as_variant_by_variant(base_
     separate._generate_batch(["Hi"], 2)  # the model is loaded lazily here; switching adapters must still work
     assert _run(separate, items) == texts
     assert mixed.mix_variants  # peft accepted the mixed batch (no silent fallback)
+
+
+def test_auto_batch_size_fits_the_kv_cache_in_half_the_free_memory():
+    from types import SimpleNamespace
+
+    from auditor.generate import auto_batch_size
+
+    smol = SimpleNamespace(num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3, hidden_size=576,
+                           vocab_size=49152)
+    # per row at 1000 tokens, fp32: (2*30*3 + 2*9) * 64 * 4 * 1000 + 4 * 49152 bytes
+    per_row = 198 * 64 * 4 * 1000 + 4 * 49152
+    assert auto_batch_size(smol, 1000, 2, 2**30, 4, cap=64) == (2**29) // (per_row * 2) == 5
+    assert auto_batch_size(smol, 1000, 1, 2**30, 4, cap=64) == 10  # one variant left: twice the items
+    assert auto_batch_size(smol, 1000, 2, 2**40, 4, cap=64) == 64  # capped
+    assert auto_batch_size(smol, 1000, 2, 10**6, 4, cap=64) == 1  # never below one
+
+
+def test_auto_batch_size_runs_on_the_real_model(base_model):
+    items = _items(2)
+    backend = _backend(base_model, TERSE, GenerationCache(None), batch_size="auto")
+    _run(backend, items)
+    assert list(backend.stats.batch_sizes_used) == [6] and backend.stats.batch_sizes_used[6] >= 2
+    assert backend.stats.generated == {"base": 2, "adapter": 2}
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "many"])
+def test_bad_batch_size_is_a_usage_error(tmp_path, value):
+    proc = subprocess.run([*AUDIT, str(TERSE), "--batch-size", value, "--out", str(tmp_path / "o")],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "--batch-size" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
