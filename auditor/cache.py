@@ -34,16 +34,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from filelock import FileLock
 
-from .cachedir import cache_dir
+from .cachedir import atomic_write, cache_dir
 
 #: bump when the entry layout or the key material changes (old entries are then never hit)
 CACHE_FORMAT = 1
@@ -53,19 +51,6 @@ _FILEHASHES = "filehashes"
 
 def _canonical(obj: Any) -> bytes:
     return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary sibling and ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def file_sha256(path: Path, root: Path | None = None) -> str:
@@ -89,7 +74,7 @@ def file_sha256(path: Path, root: Path | None = None) -> str:
         pass
     digest = sha256_file(path)
     try:
-        _atomic_write(memo, _canonical({**sig, "sha256": digest}))
+        atomic_write(memo, _canonical({**sig, "sha256": digest}))
     except OSError:
         pass  # a read-only cache only costs the re-hash next time
     return digest
@@ -193,7 +178,7 @@ class GenerationCache:
         """Store one generation atomically. ``about`` (base/adapter digests, backend) is kept for ``cache info``."""
         if self.root is None:
             return
-        _atomic_write(self._path(key), _canonical({"format": CACHE_FORMAT, "key": key, "text": text,
+        atomic_write(self._path(key), _canonical({"format": CACHE_FORMAT, "key": key, "text": text,
                                                   "n_tokens": int(n_tokens), "about": about}))
         self.stats.writes += 1
 
@@ -234,7 +219,7 @@ def cache_info(root: Path | None = None) -> dict[str, Any]:
     for m in sorted(models.iterdir()) if models.is_dir() else []:
         if m.is_dir():
             model_rows.append({"name": m.name, "bytes": _tree_size(m)[1]})
-    total_files, total = _tree_size(root)
+    _, total = _tree_size(root)
     return {"root": str(root), "total_bytes": total,
             "generations": {"entries": entries, "bytes": size, "unreadable": unreadable, "by_variant": variants,
                             "by_base": by_base, "by_adapter": by_adapter},
@@ -245,8 +230,10 @@ def clear_cache(root: Path | None = None, everything: bool = False) -> dict[str,
     """Delete the generation entries (and with ``everything`` the whole cache:
     converted base models, file-hash memos, NLTK data). Returns removed counts and bytes."""
     root = Path(root) if root is not None else cache_dir()
-    targets = [root / GENERATIONS, root / _FILEHASHES] if not everything else \
-        [p for p in root.iterdir() if not p.name.endswith(".lock")] if root.is_dir() else []
+    if not everything:
+        targets = [root / GENERATIONS, root / _FILEHASHES]
+    else:
+        targets = [p for p in root.iterdir() if not p.name.endswith(".lock")] if root.is_dir() else []
     removed_files, removed_bytes = 0, 0
     with FileLock(str(root / ".clear.lock")):
         for t in targets:

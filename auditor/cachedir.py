@@ -1,4 +1,5 @@
-"""Where the auditor keeps its cache (converted base models, NLTK data).
+"""Where the auditor keeps its cache (converted base models, NLTK data,
+generations), and the atomic writers used for every file the auditor writes.
 
 ``$AUDITOR_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/adapter-auditor``, else
 ``~/.cache/adapter-auditor``. Every entry is written to a temporary sibling
@@ -28,6 +29,23 @@ def cache_dir() -> Path:
         root = (Path(xdg) if xdg else Path.home() / ".cache") / "adapter-auditor"
     root.mkdir(parents=True, exist_ok=True)
     return root
+
+
+def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Write ``data`` to ``path`` through a temporary sibling renamed into place
+    (``os.replace``): a reader sees the old file or the whole new one, never a
+    torn one. ``mode``: file permissions (``mkstemp`` creates 0600)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 @contextmanager

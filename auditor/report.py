@@ -10,15 +10,14 @@ written by ElementTree (which escapes).
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
+from .cachedir import atomic_write
 from .errors import AuditInputError
 
 RESULTS_SCHEMA_VERSION = 2
@@ -32,16 +31,7 @@ _ENV.globals["cells"] = lambda c: comparison_cells(c)
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; reports are meant to be shared
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, text.encode("utf-8"), mode=0o644)  # reports are meant to be shared
 
 
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
