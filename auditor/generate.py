@@ -20,7 +20,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -80,19 +80,21 @@ def auto_batch_size(config: Any, max_len: int, rows_per_item: int, free_bytes: i
     return max(1, min(cap, fit))
 
 
-def _batches(items: list[Item], batch_size: int, prompt_len: dict[str, int],
+def _batches(items: list[Item], batch_size: int | Callable[[int, list[Item]], int], prompt_len: dict[str, int],
              split_small: bool = False) -> Iterable[list[Item]]:
     """Group by generation budget, sort by prompt length (few pads), cut into batches.
 
-    ``split_small``: a budget group that fits in one batch is cut in two anyway,
-    so a replay (noise floor) really changes every batch's composition.
+    ``batch_size``: items per batch, or a function of (budget, the budget's
+    items) giving it per group. ``split_small``: a budget group that fits in
+    one batch is cut in two anyway, so a replay (noise floor) really changes
+    every batch's composition.
     """
     by_budget: dict[int, list[Item]] = {}
     for it in items:
         by_budget.setdefault(it.max_new_tokens, []).append(it)
     for budget in sorted(by_budget):
         group = sorted(by_budget[budget], key=lambda i: (prompt_len[i.id], i.id))
-        size = batch_size
+        size = batch_size(budget, group) if callable(batch_size) else batch_size
         if split_small and 1 < len(group) <= batch_size:
             size = (len(group) + 1) // 2
         for k in range(0, len(group), size):
@@ -247,31 +249,30 @@ class HFBackend:
             out.update(zip(idx, res))
         return [out[k] for k in range(len(rows))]
 
-    def _plan_batches(self, items: list[Item], plen: dict[str, int], split_small: bool,
-                      n_variants: int) -> Iterable[list[Item]]:
-        """Batches of :func:`_batches`; with ``batch_size="auto"`` the size is chosen per budget group."""
+    def _batch_size_for(self, plen: dict[str, int], n_variants: int) -> int | Callable[[int, list[Item]], int]:
+        """``batch_size`` for :func:`_batches`: the fixed number, or with ``"auto"`` a
+        function choosing it per budget group (:func:`auto_batch_size`), recorded in the stats."""
         if self.batch_size != "auto":
-            yield from _batches(items, int(self.batch_size), plen, split_small)
-            return
-        by_budget: dict[int, list[Item]] = {}
-        for it in items:
-            by_budget.setdefault(it.max_new_tokens, []).append(it)
+            return int(self.batch_size)
         cap = 256 if self.device.startswith("cuda") else 64
         dtype_bytes = self.torch.finfo(getattr(self.torch, self.dtype)).bits // 8
         free = _free_memory_bytes(self.device)
-        for budget in sorted(by_budget):
-            group = by_budget[budget]
-            size = auto_batch_size(self.model.config, max(plen[i.id] for i in group) + budget, n_variants, free,
-                                   dtype_bytes, cap)
-            self.stats.batch_sizes_used[budget] = size
-            yield from _batches(group, size, plen, split_small)
+
+        def size(budget: int, group: list[Item]) -> int:
+            n = auto_batch_size(self.model.config, max(plen[i.id] for i in group) + budget, n_variants, free,
+                                dtype_bytes, cap)
+            self.stats.batch_sizes_used[budget] = n
+            return n
+
+        return size
 
     def generate(self, requests: list[Request], split_small: bool = False, use_cache: bool = True) -> list[Generation]:
         """Generate all requests; returns one Generation per request (same order).
 
-        Requests found in the cache are not generated. The misses of each
-        variant are batched by :func:`_batches` (budget group, prompt length);
-        when every request misses, base and adapter batches are identical.
+        Requests found in the cache are not generated. The items with any
+        miss are batched by :func:`_batches` (budget group, prompt length) and
+        each batch carries every variant its items still need, in one
+        ``generate`` call where peft allows (:meth:`_generate_rows`).
         ``split_small`` cuts budget groups that fit in one batch in two (see
         :func:`_batches`); ``use_cache=False`` neither reads nor writes the cache
         (the noise-floor replay).
@@ -320,8 +321,8 @@ class HFBackend:
                       TimeElapsedColumn(), transient=False) as progress:
             desc = ", ".join(f"{len(todo[v])} {v}" for v in variants if todo[v])
             task = progress.add_task(f"hf · {desc}", total=n_todo)
-            for batch in self._plan_batches(todo_items, plen, split_small,
-                                            sum(1 for v in variants if missing[v])):
+            size = self._batch_size_for(plen, sum(1 for v in variants if missing[v]))
+            for batch in _batches(todo_items, size, plen, split_small):
                 rows = [(it, v) for v in variants for it in batch if it.id in missing[v]]
                 outs = self._generate_rows(rows, [rendered[it.id] for it, _ in rows])
                 for (it, variant), (text, n) in zip(rows, outs):
