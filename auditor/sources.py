@@ -478,6 +478,15 @@ def resolve_data_dir(data_dir: str | Path | None) -> Path | None:
     return path
 
 
+def local_benchmark_file(name: str, split: str, folder: Path) -> Path | None:
+    """The file (or folder) of a benchmark split in a local data folder, or None:
+    the flat test-copy name first, then the upstream name (:attr:`Benchmark.local_names`)."""
+    for candidate in BENCHMARKS[name].local_names(split):
+        if (folder / candidate).exists():
+            return folder / candidate
+    return None
+
+
 def load_benchmark(name: str, split: str | None = None, data_dir: str | Path | None = None,
                    hub_id: str | None = None) -> BenchmarkRows:
     """Read one split of a standard benchmark as item rows.
@@ -504,10 +513,9 @@ def load_benchmark(name: str, split: str | None = None, data_dir: str | Path | N
         raise AuditInputError("suite source", f"benchmark {name!r} has no split {split!r}; it has {list(bench.splits)}")
     folder = resolve_data_dir(data_dir)
     if folder is not None:
-        for candidate in bench.local_names(split):
-            p = folder / candidate
-            if p.exists():
-                return bench.read_local(p, split)
+        local = local_benchmark_file(name, split, folder)
+        if local is not None:
+            return bench.read_local(local, split)
         raise AuditInputError(folder, f"no {name} data for split {split!r}: expected one of "
                                       f"{list(bench.local_names(split))} in this folder")
     if _hub_offline():

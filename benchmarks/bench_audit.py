@@ -50,6 +50,8 @@ from auditor.cachedir import cache_dir  # noqa: E402
 from auditor.generate import HFBackend  # noqa: E402
 from auditor.models import resolve_base  # noqa: E402
 from auditor.plan import load_suite, plan_requests  # noqa: E402
+from auditor.sources import local_benchmark_file  # noqa: E402
+from raw_generate import raw_generate_loop  # noqa: E402  (benchmarks/, the script's own folder)
 
 DEMO = ROOT / "examples" / "adapters"
 TERSE, MATH = DEMO / "terse-instruct-r8", DEMO / "math-arith-r8"
@@ -69,47 +71,41 @@ def suite_manifest(folder: Path, n: int) -> Path:
     return p
 
 
+def _task_yaml(task: str, data_file: Path, split: str, doc_to_text: str, doc_to_target: str, budget: int,
+               results_and_metrics: str) -> str:
+    """One zero-shot generate_until task on a local JSONL file, greedy, no stop strings."""
+    return (f"task: {task}\ndataset_path: json\n"
+            f"dataset_kwargs: {{data_files: {{{split}: {json.dumps(str(data_file))}}}}}\n"
+            f"output_type: generate_until\ntest_split: {split}\nnum_fewshot: 0\n"
+            f"doc_to_text: {doc_to_text}\ndoc_to_target: {doc_to_target}\n"
+            f"generation_kwargs: {{until: [], do_sample: false, temperature: 0.0, max_gen_toks: {budget}}}\n"
+            + results_and_metrics)
+
+
 def lm_eval_tasks(folder: Path, data_dir: Path) -> Path:
     """lm-eval task YAMLs for the same items: the harness's ifeval and gsm8k
-    tasks pointed at the local files, zero-shot, same budgets, no stop strings."""
-    def find(*names: str) -> Path:
-        for name in names:
-            for p in data_dir.rglob(name):
-                return p.resolve()
-        raise SystemExit(f"{data_dir}: none of {names}")
+    tasks pointed at the files the audit reads, zero-shot, same budgets, no stop strings."""
+    def find(name: str, split: str) -> Path:
+        path = local_benchmark_file(name, split, data_dir)  # the same lookup as the audit's
+        if path is None:
+            raise SystemExit(f"{data_dir}: no {name} {split} file")
+        return path.resolve()
 
-    ifeval, gsm8k = find("ifeval_input_data.jsonl", "input_data.jsonl"), find("gsm8k_test.jsonl", "test.jsonl")
     tasks = folder / "lm_eval_tasks"
     tasks.mkdir()
     (tasks / "utils.py").write_text("from lm_eval.tasks.ifeval.utils import agg_inst_level_acc, process_results\n")
-    (tasks / "bench_ifeval.yaml").write_text(f"""task: bench_ifeval
-dataset_path: json
-dataset_kwargs: {{data_files: {{train: {json.dumps(str(ifeval))}}}}}
-output_type: generate_until
-test_split: train
-num_fewshot: 0
-doc_to_text: prompt
-doc_to_target: 0
-generation_kwargs: {{until: [], do_sample: false, temperature: 0.0, max_gen_toks: {IFEVAL_BUDGET}}}
-process_results: !function utils.process_results
-metric_list:
-  - {{metric: prompt_level_strict_acc, aggregation: mean, higher_is_better: true}}
-  - {{metric: inst_level_strict_acc, aggregation: !function utils.agg_inst_level_acc, higher_is_better: true}}
-  - {{metric: prompt_level_loose_acc, aggregation: mean, higher_is_better: true}}
-  - {{metric: inst_level_loose_acc, aggregation: !function utils.agg_inst_level_acc, higher_is_better: true}}
-""")
-    (tasks / "bench_gsm8k.yaml").write_text(f"""task: bench_gsm8k
-dataset_path: json
-dataset_kwargs: {{data_files: {{test: {json.dumps(str(gsm8k))}}}}}
-output_type: generate_until
-test_split: test
-num_fewshot: 0
-doc_to_text: {json.dumps(GSM8K_PROMPT.replace("{question}", "{{question}}"))}
-doc_to_target: "{{{{answer}}}}"
-generation_kwargs: {{until: [], do_sample: false, temperature: 0.0, max_gen_toks: {MATH_BUDGET}}}
-metric_list:
-  - {{metric: exact_match, aggregation: mean, higher_is_better: true}}
-""")
+    inst = "aggregation: !function utils.agg_inst_level_acc, higher_is_better: true"
+    (tasks / "bench_ifeval.yaml").write_text(_task_yaml(
+        "bench_ifeval", find("ifeval", "train"), "train", "prompt", "0", IFEVAL_BUDGET,
+        "process_results: !function utils.process_results\nmetric_list:\n"
+        "  - {metric: prompt_level_strict_acc, aggregation: mean, higher_is_better: true}\n"
+        f"  - {{metric: inst_level_strict_acc, {inst}}}\n"
+        "  - {metric: prompt_level_loose_acc, aggregation: mean, higher_is_better: true}\n"
+        f"  - {{metric: inst_level_loose_acc, {inst}}}\n"))
+    (tasks / "bench_gsm8k.yaml").write_text(_task_yaml(
+        "bench_gsm8k", find("gsm8k", "test"), "test", json.dumps(GSM8K_PROMPT.replace("{question}", "{{question}}")),
+        '"{{answer}}"', MATH_BUDGET,
+        "metric_list:\n  - {metric: exact_match, aggregation: mean, higher_is_better: true}\n"))
     return tasks
 
 
@@ -179,6 +175,7 @@ def part_a(suite, base, batch_size: int) -> dict:
 
     info = inspect_adapter(str(TERSE), base.path, base.name)
     adapters = {"adapter": (TERSE, adapter_digest(info.sha256, TERSE / "adapter_config.json"))}
+
     def audit_stage(mix: bool) -> tuple[float, int]:
         backend = HFBackend(base.path, adapters, batch_size=batch_size, mix_variants=mix)
         backend._generate_batch(["Hello"], 4)  # warm-up: one-time kernel and allocator set-up is not timed
@@ -193,29 +190,7 @@ def part_a(suite, base, batch_size: int) -> dict:
     tok.padding_side = "left"
     model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(str(base.path), dtype=torch.float32),
                                       str(TERSE)).eval()
-    items = list(suite.items)
-    raw_tokens = 0
-    with torch.inference_mode():  # warm-up, as for the audit
-        model.generate(**tok(["Hello"], return_tensors="pt"), max_new_tokens=4, do_sample=False, temperature=None,
-                       top_p=None, top_k=None, pad_token_id=tok.pad_token_id)
-    t0 = time.perf_counter()
-    for variant in ("base", "adapter"):
-        for k in range(0, len(items), batch_size):
-            chunk = items[k:k + batch_size]
-            prompts = [tok.apply_chat_template(list(i.messages), tokenize=False, add_generation_prompt=True)
-                       for i in chunk]
-            enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
-            kw = dict(max_new_tokens=max(i.max_new_tokens for i in chunk), do_sample=False, temperature=None,
-                      top_p=None, top_k=None, pad_token_id=tok.pad_token_id)
-            with torch.inference_mode():
-                if variant == "base":
-                    with model.disable_adapter():
-                        out = model.generate(**enc, **kw)
-                else:
-                    out = model.generate(**enc, **kw)
-            new = out[:, enc["input_ids"].shape[1]:]
-            raw_tokens += int((new != tok.pad_token_id).sum())
-    raw_s = time.perf_counter() - t0
+    raw_s, raw_tokens = raw_generate_loop(model, tok, list(suite.items), batch_size)
     return {"audit_generate_s": audit_s, "audit_separate_variants_s": separate_s,
             "raw_generate_s": raw_s, "ratio_raw_over_audit": raw_s / audit_s,
             "audit_new_tokens": audit_tokens, "raw_new_tokens": raw_tokens}

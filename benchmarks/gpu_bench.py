@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from auditor.generate import HFBackend  # noqa: E402
 from auditor.records import Item, Request  # noqa: E402
+from raw_generate import raw_generate_loop  # noqa: E402  (benchmarks/, the script's own folder)
 
 SHAPES = {
     "llama-8b": dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
@@ -112,29 +113,7 @@ def main() -> int:
     audit_s, audit_tokens = backend.stats.generate_s, sum(backend.stats.new_tokens.values())
     model, tokenizer = backend.model, backend.tokenizer
 
-    raw_tokens = 0
-    if device == "cuda":
-        torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for variant in ("base", "adapter"):
-        for k in range(0, len(items), args.batch_size):
-            chunk = items[k:k + args.batch_size]
-            prompts = [tokenizer.apply_chat_template(list(i.messages), tokenize=False, add_generation_prompt=True)
-                       for i in chunk]
-            enc = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
-            kw = dict(max_new_tokens=args.max_new_tokens, do_sample=False, temperature=None, top_p=None, top_k=None,
-                      pad_token_id=tokenizer.pad_token_id)
-            with torch.inference_mode():
-                if variant == "base":
-                    with model.disable_adapter():
-                        out = model.generate(**enc, **kw)
-                else:
-                    model.set_adapter("adapter")
-                    out = model.generate(**enc, **kw)
-            raw_tokens += int(out.shape[0] * (out.shape[1] - enc["input_ids"].shape[1]))
-    if device == "cuda":
-        torch.cuda.synchronize()
-    raw_s = time.perf_counter() - t0
+    raw_s, raw_tokens = raw_generate_loop(model, tokenizer, items, args.batch_size, device)
     name = torch.cuda.get_device_name(0) if device == "cuda" else "CPU"
     line = {"device": name, "model": f"random {shape} {dtype}", "lora": "r=16 q,k,v,o", "prompts": len(items),
             "variants": 2, "batch_size": args.batch_size, "max_new_tokens": args.max_new_tokens,
