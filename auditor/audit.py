@@ -137,10 +137,10 @@ def run_audits(opts: AuditOptions, adapters: tuple[str, ...], log: Any = print) 
     infos = [inspect_adapter(a, base.path, base.name) for a in adapters]
     digests = [adapter_digest(i.sha256, Path(i.path) / "adapter_config.json") for i in infos]
     seen: dict[str, str] = {}
-    for info, d in zip(infos, digests):
+    for given, d in zip(adapters, digests):  # named as the user gave them (folder or weights file)
         if d in seen:
-            raise AuditInputError(info.path, f"same adapter (weights and config) as {seen[d]}; give each adapter once")
-        seen[d] = info.path
+            raise AuditInputError(given, f"same adapter (weights and config) as {seen[d]}; give each adapter once")
+        seen[d] = given
     # variant names: "adapter" for a single audit (what results.json has always said), adapter0.. for several
     variants = ["adapter"] if len(infos) == 1 else [f"adapter{k}" for k in range(len(infos))]
     for info in infos:
