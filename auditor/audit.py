@@ -8,6 +8,8 @@ model is loaded for generation.
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
+import json
 import platform
 import time
 from dataclasses import dataclass, replace
@@ -63,6 +65,8 @@ class AuditOptions:
     noise_floor: bool = False
     #: read and write the generation cache (``--no-cache`` turns it off)
     cache: bool = True
+    #: show rich progress bars on stderr (``--quiet`` turns them off)
+    progress: bool = True
 
 
 def _noise_floor(backend: HFBackend, suite: Any, generations: list, scores: list, items: dict,
@@ -88,6 +92,13 @@ def _noise_floor(backend: HFBackend, suite: Any, generations: list, scores: list
     score_changed = sorted(i for i in changed if replay_scores[i] != first_scores[i])
     return {"n_items": len(replay), "batch_sizes": [bs, replay_bs], "n_differ": len(changed),
             "n_score_differ": len(score_changed), "items_differ": changed, "items_score_differ": score_changed}
+
+
+def _canonical_sha256(obj: Any) -> str:
+    """sha256 (hex) of ``obj`` as canonical JSON (sorted keys, no spaces): the same
+    content gives the same hash whatever its file's layout or comments."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                                     default=str).encode("utf-8")).hexdigest()
 
 
 def _for_variant(counts: dict[str, int], variant: str) -> dict[str, int]:
@@ -153,6 +164,7 @@ def run_audits(opts: AuditOptions, adapters: tuple[str, ...], log: Any = print) 
     base_digest = folder_digest(base.path)
     backend = HFBackend(base.path, {v: (Path(i.path), d) for v, i, d in zip(variants, infos, digests)},
                         batch_size=opts.batch_size, dtype=opts.dtype, cache=cache, base_digest=base_digest)
+    backend.show_progress = opts.progress
     generations = backend.generate(plan_requests(suite, ("base", *variants)))
     cs = cache.stats
     if cs.enabled:
@@ -228,8 +240,10 @@ def _one_result(opts: AuditOptions, shared: dict[str, Any], adapter: Any, adapte
         "base": to_plain(base) | {"path": str(base.path), "folder_sha256": shared["base_digest"]},
         "suite": {"name": suite.name, "version": suite.version, "path": suite.path,
                   "item_ids": [i.id for i in suite.items],
+                  "items_sha256": _canonical_sha256([[i.id, list(i.messages), i.max_new_tokens, i.target]
+                                                     for i in suite.items]),
                   "sources": [dict(src) for src in suite.sources]},
-        "policy": {"path": policy.path, "content": policy.raw},
+        "policy": {"path": policy.path, "content": policy.raw, "sha256": _canonical_sha256(policy.raw)},
         "comparisons": to_plain(comparisons),
         "drift": to_plain(drift),
         "items": item_rows,

@@ -117,9 +117,14 @@ def _print_summary(results: dict) -> None:
               type=click.Path(exists=True, file_okay=False, dir_okay=True),
               help="Folder with local copies of the standard benchmark files (IFEval, GSM8K, XSTest, "
                    "MMLU-Redux) for suites that use them; without it they are fetched from the Hugging Face hub.")
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors (no progress, no summary); "
+                                                  "the exit code and the report files carry the result.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the results as JSON on stdout (one adapter: results.json's content; several: "
+                   "{verdict, adapters: [...]}); progress and the summary go to stderr.")
 def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, suite: str, label: str | None, limit: int | None,
             capabilities: tuple[str, ...], out: Path, batch_size: int | str, noise_floor: bool, no_cache: bool,
-            data_dir: str | None) -> None:
+            data_dir: str | None, quiet: bool, as_json: bool) -> None:
     """Audit ADAPTERS (PEFT adapter folders or their adapter_model.safetensors).
 
     Several adapters of the same base are audited against one base pass; each
@@ -135,26 +140,41 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
 
     opts = AuditOptions(adapter=adapters[0], base=base, policy=policy, suite=suite, label=label, limit=limit,
                         capabilities=capabilities, batch_size=batch_size, noise_floor=noise_floor, data_dir=data_dir,
-                        cache=not no_cache)
-    all_results = run_audits(opts, adapters, log=lambda m: console.print(m))
+                        cache=not no_cache, progress=not quiet)
+    say = (lambda m: None) if quiet else (lambda m: console.print(m))
+    all_results = run_audits(opts, adapters, log=say)
     for results, folder in zip(all_results, folders):
         paths = write_reports(results, folder)
+        if quiet:
+            continue
         if len(adapters) > 1:
             console.print(f"[bold]{_t(results['adapter']['path'])}[/]")
         _print_summary(results)
         console.print(f"report: {escape(str(paths['report.html']))}")
+    failed = any(r["verdict"]["verdict"] != "pass" for r in all_results)
     if len(adapters) > 1:
         index = write_index(all_results, [f.name for f in folders], out)
         n_fail = sum(r["verdict"]["verdict"] == "fail" for r in all_results)
-        console.print(f"{n_fail} of {len(adapters)} adapters fail; index: {escape(str(index))}")
-    failed = any(r["verdict"]["verdict"] != "pass" for r in all_results)
+        say(f"{n_fail} of {len(adapters)} adapters fail; index: {escape(str(index))}")
+    if as_json:
+        _echo_json(all_results[0] if len(adapters) == 1 else
+                   {"verdict": "fail" if failed else "pass", "adapters": all_results})
     sys.exit(EXIT_POLICY_FAIL if failed else EXIT_PASS)
+
+
+def _echo_json(obj: object) -> None:
+    """JSON for scripts on stdout (everything else goes to stderr)."""
+    import json
+
+    click.echo(json.dumps(obj, indent=2, ensure_ascii=False))
 
 
 @cli.command("report")
 @click.argument("results_json", type=click.Path(path_type=Path))
 @click.option("--out", "out", type=click.Path(path_type=Path), required=True, help="Folder to write the reports to.")
-def report_cmd(results_json: Path, out: Path) -> None:
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON on stdout.")
+def report_cmd(results_json: Path, out: Path, quiet: bool, as_json: bool) -> None:
     """Re-render every report from a results.json, without loading any model."""
     from .report import load_results, write_reports
 
@@ -165,7 +185,10 @@ def report_cmd(results_json: Path, out: Path) -> None:
         if e.path == "results":
             raise AuditInputError(results_json, e.fault) from None
         raise
-    _print_summary(results)
+    if not quiet:
+        _print_summary(results)
+    if as_json:
+        _echo_json(results)
     sys.exit(EXIT_PASS if results["verdict"]["verdict"] == "pass" else EXIT_POLICY_FAIL)
 
 

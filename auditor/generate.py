@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .cache import GenerationCache, generation_key
@@ -138,6 +139,8 @@ class HFBackend:
         hf_logging.disable_progress_bar()
         t0 = time.perf_counter()
         self.torch = torch
+        #: rich progress bar on stderr while generating (the CLI's --quiet turns it off)
+        self.show_progress = True
         self.base_path, self.dtype = Path(base_path), dtype
         self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
         self.adapters = {v: (Path(p), d) for v, (p, d) in (adapters or {}).items()}
@@ -318,7 +321,8 @@ class HFBackend:
         self.model  # load before the clock starts: generate_s is generation only
         t0 = time.perf_counter()
         with Progress(TextColumn("[bold]generate[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), transient=False) as progress:
+                      TimeElapsedColumn(), transient=False, console=Console(stderr=True),
+                      disable=not self.show_progress) as progress:
             desc = ", ".join(f"{len(todo[v])} {v}" for v in variants if todo[v])
             task = progress.add_task(f"hf · {desc}", total=n_todo)
             size = self._batch_size_for(plen, sum(1 for v in variants if missing[v]))

@@ -9,6 +9,9 @@ written by ElementTree (which escapes).
 
 from __future__ import annotations
 
+import base64
+import functools
+import hashlib
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -16,12 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import jsonschema
 
 from .cachedir import atomic_write
 from .errors import AuditInputError
 
-RESULTS_SCHEMA_VERSION = 2
-REPORT_FILES = ("results.json", "report.html", "summary.md", "junit.xml")
+RESULTS_SCHEMA_VERSION = 3
+#: JSON Schema (draft 2020-12) of results.json, shipped in the package
+RESULTS_SCHEMA_PATH = Path(__file__).parent / "schemas" / "results.schema.json"
+REPORT_FILES = ("results.json", "report.html", "summary.md", "junit.xml", "results.sarif")
+SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("auditor", "templates"),
     autoescape=True,
@@ -73,28 +80,192 @@ def comparison_cells(c: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def worst_regressions(results: dict[str, Any], n: int = 8) -> list[dict[str, Any]]:
-    """Items the adapter made worse on their capability's first metric, largest first."""
+
+GROUP_TITLES = {"CAN": "CAN — knowledge and skills", "WILL": "WILL — default behaviour",
+                "HOW": "HOW — protocol execution", "COND": "COND — conditional behaviour"}
+
+
+def _direction(c: dict[str, Any]) -> str:
+    """'worse', 'better' or 'unclear' for a comparison: worse/better only when its
+    whole confidence interval of Δ lies on that side of zero."""
+    lo, hi = c.get("ci_low"), c.get("ci_high")
+    if lo is None or hi is None:
+        return "unclear"
+    if hi < 0 or lo > 0:
+        up = lo > 0
+        return "better" if up == bool(c["higher_is_better"]) else "worse"
+    return "unclear"
+
+
+def _rule_capability(rule: str, capabilities: set[str]) -> str | None:
+    cap = rule.split(":", 1)[0].split(".", 1)[0].strip()
+    return cap if cap in capabilities else None
+
+
+def group_summary(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """One card per capability group (CAN, WILL, HOW, COND) that ran.
+
+    Each card: ``group``, ``title``, ``capabilities`` (names), ``n_metrics``,
+    ``worse`` / ``better`` (metrics whose confidence interval of Δ lies wholly on
+    that side of zero), ``rules`` (outcome → count over the policy rules on this
+    group's metrics) and ``status`` (fail, warn or pass: the worst rule outcome).
+    """
+    group_of = {it["capability"]: it["group"] for it in results["items"]}
+    for c in results["comparisons"]:
+        group_of.setdefault(c["capability"], c["group"])
+    cards = []
+    for g in [*GROUP_TITLES, *sorted(set(group_of.values()) - set(GROUP_TITLES))]:
+        caps = sorted(c for c, gg in group_of.items() if gg == g)
+        if not caps:
+            continue
+        comps = [c for c in results["comparisons"] if c["group"] == g]
+        rules = [r for r in results["verdict"]["rules"] if _rule_capability(str(r["rule"]), set(caps))]
+        counts = {o: sum(r["outcome"] == o for r in rules) for o in ("fail", "warn", "pass", "not_run")}
+        status = "fail" if counts["fail"] else "warn" if counts["warn"] else "pass"
+        cards.append({"group": g, "title": GROUP_TITLES.get(g, g), "capabilities": caps, "n_metrics": len(comps),
+                      "worse": [c["metric"] for c in comps if _direction(c) == "worse"],
+                      "better": [c["metric"] for c in comps if _direction(c) == "better"],
+                      "rules": counts, "status": status})
+    return cards
+
+
+def _nice_limit(x: float) -> float:
+    for step in (5, 10, 20, 25, 50, 100):
+        if x <= step:
+            return float(step)
+    return float(100 * -(-x // 100))
+
+
+def chart_groups(results: dict[str, Any], width: int = 300) -> list[dict[str, Any]]:
+    """Geometry of the per-capability chart (inline SVG), one panel per group.
+
+    Only fraction metrics are drawn (points, 0–100). Each row has ``metric``,
+    ``y``, ``bx`` / ``ax`` (x of base and adapter on the 0–100 panel, px),
+    ``dx`` / ``lox`` / ``hix`` (x of Δ and its CI whisker on the ±``span``
+    points panel, px), ``direction`` and the display strings of
+    :func:`comparison_cells`. Count metrics (words, tokens) stay in the table.
+    """
+    rows_by_group: dict[str, list[dict[str, Any]]] = {}
+    fr = [c for c in results["comparisons"] if c.get("unit", "fraction") == "fraction"]
+    ext = [abs(v) for c in fr for v in (c["delta"], c.get("ci_low"), c.get("ci_high")) if v is not None]
+    span = _nice_limit(max(ext, default=0.0))
+    row_h = 22
+    for c in fr:
+        rows = rows_by_group.setdefault(c["group"], [])
+        lo = c["ci_low"] if c.get("ci_low") is not None else c["delta"]
+        hi = c["ci_high"] if c.get("ci_high") is not None else c["delta"]
+        to_d = lambda v: round(width / 2 + (v / span) * (width / 2 - 4), 1)  # noqa: E731
+        rows.append({"metric": c["metric"], "y": 18 + len(rows) * row_h,
+                     "bx": round(4 + c["base"] * (width - 8), 1), "ax": round(4 + c["adapter"] * (width - 8), 1),
+                     "dx": to_d(c["delta"]), "lox": to_d(lo), "hix": to_d(hi),
+                     "direction": _direction(c), "cells": comparison_cells(c)})
+    out = []
+    for g in [*GROUP_TITLES, *sorted(set(rows_by_group) - set(GROUP_TITLES))]:
+        if g in rows_by_group:
+            rows = rows_by_group[g]
+            out.append({"group": g, "title": GROUP_TITLES.get(g, g), "rows": rows,
+                        "height": 26 + len(rows) * row_h, "span": span, "width": width})
+    return out
+
+
+def _reason(detail: Any) -> str:
+    """The scorer's detail as one readable line (IFEval: each instruction with ✓/✗ strict and loose)."""
+    if not isinstance(detail, dict) or not detail:
+        return ""
+    ins, fs, fl = detail.get("instructions"), detail.get("followed_strict"), detail.get("followed_loose")
+    if isinstance(ins, list) and isinstance(fs, list) and isinstance(fl, list) and len(ins) == len(fs) == len(fl):
+        return "; ".join(f"{i} {'✓' if s else '✗'} strict {'✓' if lo else '✗'} loose" for i, s, lo in zip(ins, fs, fl))
+    parts = []
+    for k, v in detail.items():
+        parts.append(f"{k}: {v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}")
+    text = "; ".join(parts)
+    return text if len(text) <= 600 else text[:599] + "…"
+
+
+def _fmt_scores(scores: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {v:.3g}" if isinstance(v, (int, float)) else f"{k} —" for k, v in scores.items())
+
+
+def primary_metrics(results: dict[str, Any]) -> dict[str, tuple[str, bool]]:
+    """Capability → (its first metric's per-item score name, higher is better)."""
     primary: dict[str, tuple[str, bool]] = {}
     for c in results["comparisons"]:
         primary.setdefault(c["capability"], (c["metric"].split(".", 1)[1], c["higher_is_better"]))
+    return primary
+
+
+def item_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """The per-item browser's rows, regressions first (largest loss first), then
+    improvements, then unchanged and unscored items, each by id.
+
+    Each row: ``id``, ``capability``, ``group``, ``outcome`` (regression,
+    improvement, same or unscored, on the capability's first metric),
+    ``metric``, ``base_value`` / ``adapter_value`` (per-item scores as
+    fractions or the metric's unit; None when unscored), ``loss``, ``changed``
+    (the outputs differ), ``prompt``, ``base_text`` / ``adapter_text``,
+    ``base_scores`` / ``adapter_scores`` and ``base_reason`` /
+    ``adapter_reason`` (the scorer's detail). All text is raw; the template
+    and the browser script escape it.
+    """
+    primary = primary_metrics(results)
+    order = {"regression": 0, "improvement": 1, "same": 2, "unscored": 3}
     rows = []
     for it in results["items"]:
-        metric, hib = primary[it["capability"]]
+        metric, hib = primary.get(it["capability"], ("", True))
         b, a = it["base"]["scores"].get(metric), it["adapter"]["scores"].get(metric)
         if b is None or a is None:
-            continue
-        loss = (b - a) if hib else (a - b)
-        if loss > 0:
-            rows.append({"id": it["id"], "metric": metric, "base_value": b, "adapter_value": a, "loss": loss,
-                         "prompt": it["prompt"], "base_text": it["base"]["text"], "adapter_text": it["adapter"]["text"]})
-    rows.sort(key=lambda r: (-r["loss"], r["id"]))
-    return rows[:n]
+            outcome, loss = "unscored", 0.0
+        else:
+            loss = (b - a) if hib else (a - b)
+            outcome = "regression" if loss > 0 else "improvement" if loss < 0 else "same"
+        rows.append({"id": it["id"], "capability": it["capability"], "group": it["group"], "outcome": outcome,
+                     "metric": metric, "base_value": b, "adapter_value": a, "loss": loss,
+                     "changed": it["base"]["text"] != it["adapter"]["text"], "prompt": it["prompt"],
+                     "base_text": it["base"]["text"], "adapter_text": it["adapter"]["text"],
+                     "base_scores": _fmt_scores(it["base"]["scores"]),
+                     "adapter_scores": _fmt_scores(it["adapter"]["scores"]),
+                     "base_reason": _reason(it["base"].get("detail")),
+                     "adapter_reason": _reason(it["adapter"].get("detail"))})
+    rows.sort(key=lambda r: (order[r["outcome"]], -abs(r["loss"]), r["id"]))
+    return rows
+
+
+def worst_regressions(results: dict[str, Any], n: int = 8) -> list[dict[str, Any]]:
+    """The ``n`` items the adapter made worse on their capability's first metric, largest first."""
+    return [r for r in item_rows(results) if r["outcome"] == "regression"][:n]
+
+
+def adapter_card(results: dict[str, Any]) -> dict[str, Any]:
+    """What the report's adapter card shows: rank summary (real ranks from the
+    tensors, which ``rank_pattern`` can raise above ``r``), size in MiB, and
+    whether the declared base matches the audited one."""
+    a = results["adapter"]
+    by_rank: dict[int, int] = {}
+    for rank in (a.get("ranks") or {}).values():
+        by_rank[int(rank)] = by_rank.get(int(rank), 0) + 1
+    declared, audited = a.get("declared_base"), results["base"]["name"]
+    return {"ranks": sorted(by_rank.items()), "size_mib": a["size_bytes"] / 2**20,
+            "base_match": None if not declared else declared == audited, "audited_base": audited}
+
+
+_BROWSER_JS = (Path(__file__).parent / "templates" / "browser.js").read_text(encoding="utf-8")
+_BROWSER_JS_HASH = "sha256-" + base64.b64encode(hashlib.sha256(_BROWSER_JS.encode("utf-8")).digest()).decode()
+
 
 
 def render_html(results: dict[str, Any]) -> str:
-    """The self-contained HTML report (no external resources)."""
-    return _ENV.get_template("report.html.j2").render(regressions=worst_regressions(results), **results)
+    """The self-contained HTML report: one file, no network (inline CSS, inline
+    SVG charts, one inline script allowed by its sha256 in the page's
+    Content-Security-Policy; the items are a JSON data block, rendered by the
+    script with ``textContent``). Model output and adapter text are escaped
+    by jinja2's autoescape and by ``tojson``."""
+    return _ENV.get_template("report.html.j2").render(
+        groups=group_summary(results), charts=chart_groups(results), browser_rows=item_rows(results),
+        primary=primary_metrics(results), card=adapter_card(results),
+        rules_by_outcome=sorted(results["verdict"]["rules"],
+                                key=lambda r: ("fail", "warn", "pass", "not_run").index(r["outcome"])
+                                if r["outcome"] in ("fail", "warn", "pass", "not_run") else 4),
+        script=_BROWSER_JS, script_hash=_BROWSER_JS_HASH, **results)
 
 
 def _md(text: Any) -> str:
@@ -105,8 +276,15 @@ def _md(text: Any) -> str:
     return s
 
 
-def render_summary_md(results: dict[str, Any]) -> str:
-    """Short Markdown summary for ``$GITHUB_STEP_SUMMARY`` or a PR comment."""
+#: GitHub refuses PR comments over 65,536 characters; the summary stays under this
+SUMMARY_MAX_CHARS = 60_000
+
+
+def render_summary_md(results: dict[str, Any], report_name: str = "report.html") -> str:
+    """Short Markdown summary for ``$GITHUB_STEP_SUMMARY`` or a PR comment:
+    verdict, failing rules, the capability table (Δ in points with its CI),
+    DriftScore, and ``report_name`` (the full report's link-friendly name).
+    At most :data:`SUMMARY_MAX_CHARS` characters (the table is cut, saying so)."""
     v = results["verdict"]
     icon = "✅" if v["verdict"] == "pass" else "❌"
     lines = [f"## {icon} adapter-auditor: {v['verdict'].upper()}", "",
@@ -132,16 +310,25 @@ def render_summary_md(results: dict[str, Any]) -> str:
                       + (" (label mismatch)" if d["mismatch"] else "")]
     lines += ["", "Δ: adapter − base, in points for rates. CI: paired bootstrap. p: exact McNemar for pass/fail "
                   "items, Wilcoxon signed-rank otherwise, permutation for context gaps."]
-    lines += ["", "Full report: `report.html`"]
-    return "\n".join(lines) + "\n"
+    lines += ["", f"Full report: `{_md(report_name)}` (with every item's base and adapter output)"]
+    text = "\n".join(lines) + "\n"
+    if len(text) > SUMMARY_MAX_CHARS:
+        note = "\n\n… cut to fit a PR comment; see the full report.\n"
+        text = text[: SUMMARY_MAX_CHARS - len(note)].rsplit("\n", 1)[0] + note
+    return text
 
 
 def render_junit(results: dict[str, Any]) -> str:
-    """JUnit XML: one test case per policy rule; a failing rule is a <failure>."""
+    """JUnit XML (the Jenkins/Surefire dialect CI dashboards read): one test case
+    per policy rule; a failing rule is a ``<failure>`` whose message is the
+    reason, a rule not run is ``<skipped>``, a warning is noted in ``<system-out>``."""
     rules = results["verdict"]["rules"]
+    total_s = (results.get("run", {}).get("timings") or {}).get("total_s")
     suite = ET.Element("testsuite", name="adapter-auditor", tests=str(len(rules)),
-                       failures=str(sum(r["outcome"] == "fail" for r in rules)),
+                       failures=str(sum(r["outcome"] == "fail" for r in rules)), errors="0",
                        skipped=str(sum(r["outcome"] == "not_run" for r in rules)))
+    if isinstance(total_s, (int, float)) and total_s >= 0:
+        suite.set("time", f"{total_s:.3f}")
     for r in rules:
         name, reason = strip_controls(str(r["rule"])), strip_controls(str(r["reason"]))
         case = ET.SubElement(suite, "testcase", classname="policy", name=name)
@@ -156,14 +343,78 @@ def render_junit(results: dict[str, Any]) -> str:
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
+def _rule_id(rule: str) -> str:
+    """A stable SARIF ruleId from a policy rule name ('math.numeric_match: max drop' → 'math.numeric_match/max-drop')."""
+    head, _, tail = str(rule).partition(":")
+    slug = lambda t: re.sub(r"[^A-Za-z0-9._]+", "-", t.strip()).strip("-")  # noqa: E731
+    return "/".join(x for x in (slug(head), slug(tail)) if x) or "rule"
+
+
+def _artifact_uri(path: str) -> str:
+    p = Path(path)
+    return p.as_uri() if p.is_absolute() else p.as_posix()
+
+
+def render_sarif(results: dict[str, Any]) -> str:
+    """SARIF 2.1.0 log (OASIS): one ``result`` per failing (level ``error``) or
+    warning (level ``warning``) policy rule, located on the adapter's weights
+    file, so code-scanning views list the gate's findings on the adapter PR.
+    Every policy rule that ran is a ``reportingDescriptor`` of the driver."""
+    rules = [r for r in results["verdict"]["rules"] if r["outcome"] != "not_run"]
+    ids: list[str] = []
+    for r in rules:
+        rid, k = _rule_id(r["rule"]), 2
+        while rid in ids:
+            rid, k = f"{_rule_id(r['rule'])}-{k}", k + 1
+        ids.append(rid)
+    a = results["adapter"]
+    weights = a.get("weights_file") or a["path"]
+    location = {"physicalLocation": {"artifactLocation": {"uri": _artifact_uri(strip_controls(weights))}}}
+    sarif_results = []
+    for idx, (rid, r) in enumerate(zip(ids, rules)):
+        if r["outcome"] not in ("fail", "warn"):
+            continue
+        props = {k: r.get(k) for k in ("value", "limit", "mode", "decision", "ci", "p_value", "p_adjusted", "n_items")
+                 if r.get(k) is not None}
+        sarif_results.append({
+            "ruleId": rid, "ruleIndex": idx, "level": "error" if r["outcome"] == "fail" else "warning",
+            "message": {"text": strip_controls(f"{r['rule']}: {r['reason']}")},
+            "locations": [location],
+            "partialFingerprints": {"adapterRule/v1": hashlib.sha256(f"{a['sha256']}|{rid}".encode()).hexdigest()},
+            "properties": props,
+        })
+    log = {
+        "$schema": SARIF_SCHEMA_URI,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "adapter-auditor", "version": str(results["run"]["auditor_version"]),
+                "rules": [{"id": rid, "name": strip_controls(str(r["rule"])),
+                           "shortDescription": {"text": strip_controls(str(r["rule"]))},
+                           "defaultConfiguration": {"level": "error" if r["outcome"] == "fail" else "warning"
+                                                    if r["outcome"] == "warn" else "note"}}
+                          for rid, r in zip(ids, rules)]}},
+            "artifacts": [{"location": location["physicalLocation"]["artifactLocation"],
+                           "hashes": {"sha-256": a["sha256"]}}],
+            "invocations": [{"executionSuccessful": True}],
+            "results": sarif_results,
+            "properties": {"verdict": results["verdict"]["verdict"], "base": strip_controls(str(results["base"]["name"])),
+                           "nominalLabel": None if results["drift"].get("label") is None
+                           else strip_controls(str(results["drift"]["label"]))},
+        }],
+    }
+    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+
+
 def write_reports(results: dict[str, Any], out: Path) -> dict[str, Path]:
     """Write every output into ``out`` (atomically, file by file); return their paths."""
     try:
         rendered = {
         "results.json": json.dumps(results, indent=2, ensure_ascii=False, sort_keys=False) + "\n",
         "report.html": render_html(results),
-        "summary.md": render_summary_md(results),
+        "summary.md": render_summary_md(results, f"{out.name or 'audit-report'}/report.html"),
         "junit.xml": render_junit(results),
+        "results.sarif": render_sarif(results),
         }
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, jinja2.UndefinedError) as e:
         raise AuditInputError("results", f"incomplete or invalid results data ({type(e).__name__}: {e})") from None
@@ -221,6 +472,25 @@ def check_out_dir(out: Path) -> None:
             raise AuditInputError(out / name, "is a folder; the report file cannot be written")
 
 
+@functools.cache
+def _results_validator() -> jsonschema.protocols.Validator:
+    schema = json.loads(RESULTS_SCHEMA_PATH.read_text(encoding="utf-8"))
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+def schema_error(data: Any) -> str | None:
+    """The first violation of the results.json schema (``auditor/schemas/results.schema.json``)
+    as one line naming its key path, or None when ``data`` is valid."""
+    errors = sorted(_results_validator().iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    if not errors:
+        return None
+    e = errors[0]
+    where = ".".join(map(str, e.absolute_path)) or "top level"
+    return f"does not match the results schema v{RESULTS_SCHEMA_VERSION} at {where}: {strip_controls(e.message)[:160]}"
+
+
 def load_results(path: Path) -> dict[str, Any]:
     """Read a results.json written by this tool.
 
@@ -246,15 +516,11 @@ def load_results(path: Path) -> dict[str, Any]:
     version = data.get("schema_version") if isinstance(data, dict) else None
     if type(version) is not int or version != RESULTS_SCHEMA_VERSION:
         raise AuditInputError(path, f"not an adapter-auditor results.json (schema_version {RESULTS_SCHEMA_VERSION})")
-    v = data.get("verdict")
-    rules = v.get("rules") if isinstance(v, dict) else None
-    if not isinstance(rules, list) or not all(isinstance(r, dict) for r in rules):
-        raise AuditInputError(path, "verdict.rules is missing or not a list of rules")
-    if v.get("verdict") not in ("pass", "fail"):
-        raise AuditInputError(path, f"verdict.verdict must be 'pass' or 'fail', not {str(v.get('verdict'))[:40]!r}")
-    bad = [r.get("outcome") for r in rules if r.get("outcome") not in ("pass", "warn", "fail", "not_run")]
-    if bad:
-        raise AuditInputError(path, f"a rule outcome must be pass, warn, fail or not_run, not {str(bad[0])[:40]!r}")
+    error = schema_error(data)
+    if error:
+        raise AuditInputError(path, error)
+    v = data["verdict"]
+    rules = v["rules"]
     if (v["verdict"] == "fail") != any(r["outcome"] == "fail" for r in rules):
         raise AuditInputError(path, f"verdict {v['verdict']!r} contradicts its rules (a verdict fails exactly when a rule fails)")
     return data

@@ -5,9 +5,14 @@ from __future__ import annotations
 import json
 import subprocess
 
+import jsonschema
 import pytest
+import xmlschema
 
+from auditor.report import schema_error
 from conftest import AUDIT, DEMO_ADAPTERS, MEDICAL, ROOT, write_adapter
+
+SCHEMAS = ROOT / "tests" / "schemas"
 
 
 def audit(*args: str, timeout: int = 1800) -> subprocess.CompletedProcess:
@@ -51,10 +56,17 @@ def test_usage_errors_are_one_line(tmp_path):
 @pytest.mark.slow
 def test_math_adapter_raises_numeric_match_end_to_end(tmp_path):
     out = tmp_path / "math"
-    proc = audit(DEMO_ADAPTERS / "math-arith-r8", "--capability", "math", "--limit", "12", "--out", out)
+    proc = audit(DEMO_ADAPTERS / "math-arith-r8", "--capability", "math", "--limit", "12", "--out", out, "--json")
     assert proc.returncode in (0, 1), proc.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["junit.xml", "report.html", "results.json", "summary.md"]
+    assert sorted(p.name for p in out.iterdir()) == ["junit.xml", "report.html", "results.json", "results.sarif",
+                                                     "summary.md"]
     r = json.loads((out / "results.json").read_text())
+    assert json.loads(proc.stdout) == r  # --json: the results on stdout, nothing else there
+    # the real run's outputs validate against their schemas
+    assert schema_error(r) is None
+    jsonschema.Draft7Validator(json.loads((SCHEMAS / "sarif-schema-2.1.0.json").read_text())).validate(
+        json.loads((out / "results.sarif").read_text()))
+    xmlschema.XMLSchema(str(SCHEMAS / "junit-10.xsd")).validate(str(out / "junit.xml"))
     (nm,) = [c for c in r["comparisons"] if c["metric"] == "math.numeric_match"]
     assert nm["n_items"] == 12 and nm["delta"] > 0
     assert r["drift"]["label"] == "math" and r["drift"]["label_source"] == "model card"
@@ -67,8 +79,10 @@ def test_math_adapter_raises_numeric_match_end_to_end(tmp_path):
 @pytest.mark.slow
 def test_mislabelled_adapter_is_a_label_mismatch(tmp_path):
     out = tmp_path / "terse"
-    proc = audit(DEMO_ADAPTERS / "terse-instruct-r8", "--capability", "math", "--capability", "ifeval", "--out", out)
+    proc = audit(DEMO_ADAPTERS / "terse-instruct-r8", "--capability", "math", "--capability", "ifeval", "--out", out,
+                 "--quiet")
     assert proc.returncode == 1, proc.stderr
+    assert proc.stdout == "" and proc.stderr == ""  # --quiet: the exit code and the files carry the result
     r = json.loads((out / "results.json").read_text())
     d = r["drift"]
     assert d["label"] == "instruction" and d["target_metric"] == "ifeval.prompt_level_strict_acc"
@@ -102,7 +116,10 @@ def test_no_arguments():
 def test_report_on_wrong_schema(tmp_path):
     w = tmp_path / "w.json"
     w.write_text('{"schema_version": 2, "hello": "world"}')
-    assert_one_line_error(audit("report", w, "--out", tmp_path / "o"), str(w), "verdict.rules is missing")
+    assert_one_line_error(audit("report", w, "--out", tmp_path / "o"), str(w), "not an adapter-auditor results.json")
+    w.write_text('{"schema_version": 3, "hello": "world"}')
+    assert_one_line_error(audit("report", w, "--out", tmp_path / "o"), str(w),
+                          "does not match the results schema v3 at top level", "'verdict' is a required property")
     assert not (tmp_path / "o").exists()
 
 

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import io
 import json
+import re
 import subprocess
 import xml.etree.ElementTree as ET
 
+import jsonschema
 import pytest
+import xmlschema
 
 from auditor.errors import AuditInputError
-from auditor.report import load_results, render_html, render_junit, render_summary_md, write_reports
+from auditor.report import (RESULTS_SCHEMA_PATH, SUMMARY_MAX_CHARS, _reason, chart_groups, group_summary, item_rows,
+                            load_results, render_html, render_junit, render_sarif, render_summary_md, schema_error,
+                            write_reports)
 from conftest import AUDIT, ROOT
+
+SCHEMAS = ROOT / "tests" / "schemas"
 
 HOSTILE = '<script>alert(1)</script><img src=x onerror="alert(2)"> | **bold** `code`'
 
@@ -24,7 +34,7 @@ def _results():
                       "adapter": {"text": "adapter " + HOSTILE, "n_tokens": 3, "scores": {"numeric_match": a},
                                   "detail": {}}})
     return {
-        "schema_version": 2,
+        "schema_version": 3,
         "verdict": {"verdict": "fail", "warnings": [HOSTILE],
                     "rules": [{"rule": "math.numeric_match: max drop", "outcome": "fail", "reason": "r " + HOSTILE,
                                "value": 1, "limit": 0, "mode": "point", "decision": "fail", "ci": [-10.0, 70.0],
@@ -37,8 +47,9 @@ def _results():
                     "declared_base": HOSTILE, "nominal_label": None, "matched_modules": 1, "warnings": [],
                     "max_rank": 8},
         "base": {"name": "b", "path": "p", "source": "local", "content_hash": "f" * 64},
-        "suite": {"name": "smoke", "version": 1, "path": "s", "item_ids": [i["id"] for i in items]},
-        "policy": {"path": "policy.yaml", "content": {}},
+        "suite": {"name": "smoke", "version": 1, "path": "s", "item_ids": [i["id"] for i in items],
+                  "items_sha256": "a" * 64},
+        "policy": {"path": "policy.yaml", "content": {}, "sha256": "b" * 64},
         "comparisons": [{"metric": "math.numeric_match", "capability": "math", "group": "CAN", "n_items": 3,
                          "base": 2 / 3, "adapter": 2 / 3, "delta": 0.0, "delta_unit": "points", "rel_delta_pct": 0.0,
                          "higher_is_better": True, "unit": "fraction", "aggregate": "mean", "n_clusters": 3,
@@ -49,6 +60,8 @@ def _results():
                   "target_gain_pts": None, "off_target_gain_pts": None, "drift_score_pts": None, "mismatch": False,
                   "ci_low_pts": None, "ci_high_pts": None, "confidence": 0.95},
         "items": items,
+        "noise_floor": None,
+        "statistics": {"confidence": 0.95, "n_resamples": 100, "seed": 0, "multiplicity": "bh", "min_items": 1},
         "run": {"backend": "hf", "dtype": "float32", "batch_size": 4, "limit": None, "decoding": "greedy",
                 "new_tokens": {}, "timings": {"load_s": 1, "generate_s": 2, "total_s": 3}, "versions": {"python": "3"},
                 "auditor_version": "0", "created_at": "now", "capabilities": ["math"]},
@@ -57,12 +70,76 @@ def _results():
 
 def test_html_escapes_model_output_and_shows_regression_first():
     html = render_html(_results())
-    assert "<script>" not in html and "<img src=x" not in html
+    # the raw markup never appears: in HTML it is entity-escaped, in the items' JSON block \u003c-escaped
+    assert "<script>alert" not in html and "<img src=x" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "\\u003cscript\\u003ealert(1)\\u003c/script\\u003e" in html
     assert html.index("Verdict: FAIL") < html.index("Capabilities")
-    # item m0 regressed (1 → 0) and is shown; m1 improved and is not a regression
-    assert "math/m0" in html and "math/m1" not in html
+    rows = item_rows(_results())
+    # item m0 regressed (1 → 0) and comes first; m1 improved; m2 is the same
+    assert [(r["id"], r["outcome"]) for r in rows] == [("math/m0", "regression"), ("math/m1", "improvement"),
+                                                       ("math/m2", "same")]
     assert "http://" not in html and "https://" not in html  # self-contained: no external resources
+
+
+def test_html_allows_only_its_own_script_by_hash():
+    html = render_html(_results())
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', html).group(1)
+    (script,) = re.findall(r"<script>(.*?)</script>", html, flags=re.S)
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in csp and "default-src 'none'" in csp
+
+
+def test_group_cards_and_chart_follow_the_intervals():
+    r = _results()
+    r["comparisons"].append(dict(r["comparisons"][0], metric="math.other", base=0.9, adapter=0.5, delta=-40.0,
+                                 ci_low=-60.0, ci_high=-20.0))
+    (card,) = group_summary(r)
+    assert card["group"] == "CAN" and card["worse"] == ["math.other"] and card["better"] == []
+    assert card["rules"]["fail"] == 1 and card["status"] == "fail"
+    (panel,) = chart_groups(r, width=300)
+    assert panel["span"] == 100  # the widest interval end, 60 points, rounds up to 100
+    other = panel["rows"][1]
+    assert other["direction"] == "worse" and other["lox"] < other["dx"] < other["hix"] < 150  # left of Δ = 0
+    assert other["ax"] < other["bx"]
+
+
+def test_item_reasons_show_each_ifeval_instruction():
+    detail = {"instructions": ["punctuation:no_comma", "change_case:english_lowercase"],
+              "followed_strict": [False, True], "followed_loose": [True, True]}
+    assert _reason(detail) == ("punctuation:no_comma ✗ strict ✓ loose; change_case:english_lowercase ✓ strict ✓ loose")
+    assert _reason({"extracted": 60.0, "gold": 540.0}) == "extracted: 60.0; gold: 540.0"
+
+
+def test_results_schema_is_valid_and_catches_faults():
+    schema = json.loads(RESULTS_SCHEMA_PATH.read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema_error(_results()) is None
+    r = _results()
+    r["comparisons"][0]["p_value"] = 1.5
+    assert "comparisons.0.p_value" in schema_error(r)
+    r = _results()
+    del r["items"][1]["adapter"]["text"]
+    assert "items.1.adapter" in schema_error(r)
+
+
+def test_sarif_and_junit_validate_against_their_schemas(tmp_path):
+    r = _results()
+    sarif = json.loads(render_sarif(r))
+    jsonschema.Draft7Validator(json.loads((SCHEMAS / "sarif-schema-2.1.0.json").read_text())).validate(sarif)
+    (run,) = sarif["runs"]
+    assert [(x["ruleId"], x["level"]) for x in run["results"]] == [("math.numeric_match/max-drop", "error"),
+                                                                   ("declared-base-matches", "warning")]
+    assert run["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "w"
+    assert "<script>" in run["results"][0]["message"]["text"]  # JSON text, shown as text by SARIF viewers
+    xmlschema.XMLSchema(str(SCHEMAS / "junit-10.xsd")).validate(io.StringIO(render_junit(r)))
+
+
+def test_summary_fits_a_pr_comment():
+    r = _results()
+    r["verdict"]["rules"] = [dict(r["verdict"]["rules"][0], rule=f"rule {i}", reason="x" * 400) for i in range(400)]
+    md = render_summary_md(r)
+    assert len(md) <= SUMMARY_MAX_CHARS and md.rstrip().endswith("see the full report.")
 
 
 def test_summary_md_escapes():
@@ -73,7 +150,8 @@ def test_summary_md_escapes():
 
 def test_write_and_rerender_from_results_json(tmp_path):
     paths = write_reports(_results(), tmp_path / "a")
-    assert sorted(p.name for p in paths.values()) == ["junit.xml", "report.html", "results.json", "summary.md"]
+    assert sorted(p.name for p in paths.values()) == ["junit.xml", "report.html", "results.json", "results.sarif",
+                                                      "summary.md"]
     suite = ET.parse(paths["junit.xml"]).getroot().find("testsuite")
     assert suite.get("tests") == "2" and suite.get("failures") == "1"
     proc = subprocess.run([*AUDIT, "report", str(paths["results.json"]), "--out", str(tmp_path / "b")],
@@ -90,8 +168,8 @@ def test_load_results_rejects_other_json(tmp_path):
 
 
 @pytest.mark.parametrize("edit,needle", [
-    (lambda r: r["verdict"].update(verdict="PASS"), "verdict.verdict must be 'pass' or 'fail'"),
-    (lambda r: r["verdict"]["rules"][0].update(outcome="maybe"), "a rule outcome must be"),
+    (lambda r: r["verdict"].update(verdict="PASS"), "at verdict.verdict: 'PASS' is not one of"),
+    (lambda r: r["verdict"]["rules"][0].update(outcome="maybe"), "at verdict.rules.0.outcome: 'maybe' is not one of"),
     (lambda r: r["verdict"].update(verdict="pass"), "contradicts its rules"),
 ])
 def test_load_results_refuses_inconsistent_verdicts(tmp_path, edit, needle):
