@@ -67,6 +67,8 @@ class AuditOptions:
     cache: bool = True
     #: show rich progress bars on stderr (``--quiet`` turns them off)
     progress: bool = True
+    #: a previously approved adapter to compare each candidate with as well (release-checklist mode)
+    baseline: str | None = None
 
 
 def _noise_floor(backend: HFBackend, suite: Any, generations: list, scores: list, items: dict,
@@ -102,8 +104,9 @@ def _canonical_sha256(obj: Any) -> str:
 
 
 def _for_variant(counts: dict[str, int], variant: str) -> dict[str, int]:
-    """Per-variant counters of the base and of one adapter variant, the adapter's renamed ``adapter``."""
-    return {("adapter" if v == variant else v): n for v, n in counts.items() if v in ("base", variant)}
+    """Per-variant counters of the base, of one adapter variant (renamed ``adapter``) and of the
+    ``--baseline`` adapter (``baseline``)."""
+    return {("adapter" if v == variant else v): n for v, n in counts.items() if v in ("base", variant, "baseline")}
 
 
 def _cache_stats_for(stats: dict[str, Any], variant: str) -> dict[str, Any]:
@@ -132,7 +135,8 @@ def run_audits(opts: AuditOptions, adapters: tuple[str, ...], log: Any = print) 
         AuditInputError: any fault in the inputs, or the same adapter given twice.
     """
     t_start = time.perf_counter()
-    for a in adapters:
+    given = (*adapters, opts.baseline) if opts.baseline else tuple(adapters)
+    for a in given:
         preflight_adapter(a)
     suite = load_suite(opts.suite, limit=opts.limit, only=opts.capabilities, data_dir=opts.data_dir)
     units = {**preset_metric_units(), **suite.metric_units}
@@ -145,15 +149,20 @@ def run_audits(opts: AuditOptions, adapters: tuple[str, ...], log: Any = print) 
         except PunktDataError as e:
             raise AuditInputError("nltk punkt_tab", str(e)) from None
     base = resolve_base(opts.base)
-    infos = [inspect_adapter(a, base.path, base.name) for a in adapters]
+    infos = [inspect_adapter(a, base.path, base.name) for a in given]
     digests = [adapter_digest(i.sha256, Path(i.path) / "adapter_config.json") for i in infos]
     seen: dict[str, str] = {}
-    for given, d in zip(adapters, digests):  # named as the user gave them (folder or weights file)
+    for arg, d in zip(given, digests):  # named as the user gave them (folder or weights file)
         if d in seen:
-            raise AuditInputError(given, f"same adapter (weights and config) as {seen[d]}; give each adapter once")
-        seen[d] = given
-    # variant names: "adapter" for a single audit (what results.json has always said), adapter0.. for several
-    variants = ["adapter"] if len(infos) == 1 else [f"adapter{k}" for k in range(len(infos))]
+            what = "--baseline is the" if opts.baseline and arg is given[-1] else "same adapter (weights and config) as"
+            raise AuditInputError(arg, f"{what} {seen[d]}{' adapter' if what.startswith('--') else ''}; "
+                                       "give each adapter once")
+        seen[d] = arg
+    # variant names: "adapter" for a single audit (what results.json has always said), adapter0.. for several,
+    # "baseline" for the previously approved adapter
+    variants = ["adapter"] if len(adapters) == 1 else [f"adapter{k}" for k in range(len(adapters))]
+    if opts.baseline:
+        variants.append("baseline")
     for info in infos:
         log(f"base: {escape(base.name)} ({escape(base.source)}); adapter: {escape(info.path)} (LoRA r={info.r}, "
             f"{info.matched_modules} modules)")
@@ -179,9 +188,13 @@ def run_audits(opts: AuditOptions, adapters: tuple[str, ...], log: Any = print) 
         noise = _noise_floor(backend, suite, base_gens, base_scores, items, scorer_of, log)
     shared = {"t_start": t_start, "suite": suite, "policy": policy, "base": base, "base_digest": base_digest,
               "backend": backend, "items": items, "scorer_of": scorer_of, "base_gens": base_gens,
-              "base_scores": base_scores, "noise": noise, "n_adapters": len(infos)}
+              "base_scores": base_scores, "noise": noise, "n_adapters": len(infos), "baseline": None}
+    if opts.baseline:
+        prev_gens = [replace(g, variant="base") for g in generations if g.variant == "baseline"]
+        shared["baseline"] = {"info": infos[-1], "digest": digests[-1], "gens": prev_gens,
+                              "scores": score_all(items, prev_gens, scorer_of)}
     out = []
-    for variant, info, digest in zip(variants, infos, digests):
+    for variant, info, digest in zip(variants[:len(adapters)], infos, digests):
         mine = [replace(g, variant="adapter") for g in generations if g.variant == variant]
         out.append(_one_result(opts, shared, info, digest, variant, mine, log))
     return out
@@ -207,16 +220,24 @@ def _one_result(opts: AuditOptions, shared: dict[str, Any], adapter: Any, adapte
     generations = [*shared["base_gens"], *adapter_gens]
     scores = [*shared["base_scores"], *score_all(items, adapter_gens, scorer_of)]
     sc = policy.statistics
-    comparisons = compare_metrics(suite, scores, StatsSettings(float(sc["confidence"]), int(sc["n_resamples"]),
-                                                               int(sc["seed"])))
+    stats_settings = StatsSettings(float(sc["confidence"]), int(sc["n_resamples"]), int(sc["seed"]))
+    comparisons = compare_metrics(suite, scores, stats_settings)
     drift = drift_score(
         comparisons, label, label_source,
         mapping["target"] if mapping else None, list(mapping.get("off_target", [])) if mapping else [],
         float(policy.drift["max_drift_score_pts"]),
     )
-    verdict = judge(policy, comparisons, drift, adapter, noise)
+    prev = shared["baseline"]
+    prev_comparisons = None
+    if prev is not None:  # candidate vs previously approved adapter: the previous one on the "base" side
+        cand = [replace(x, variant="adapter") for x in scores if x.variant == "adapter"]
+        prev_comparisons = compare_metrics(suite, [*prev["scores"], *cand], stats_settings)
+    verdict = judge(policy, comparisons, drift, adapter, noise, baseline_comparisons=prev_comparisons)
 
     gen_of = {(g.item_id, g.variant): g for g in generations}
+    if prev is not None:
+        prev_score = {x.item_id: x for x in prev["scores"]}
+        prev_of = {g.item_id: (g, prev_score[g.item_id]) for g in prev["gens"]}
     score_of = {(s.item_id, s.variant): s for s in scores}
     item_rows = []
     for it in suite.items:
@@ -227,6 +248,9 @@ def _one_result(opts: AuditOptions, shared: dict[str, Any], adapter: Any, adapte
         for v in ("base", "adapter"):
             g, s = gen_of[(it.id, v)], score_of[(it.id, v)]
             row[v] = {"text": g.text, "n_tokens": g.n_tokens, "scores": s.values, "detail": s.detail}
+        if prev is not None:
+            g, s = prev_of[it.id]
+            row["baseline"] = {"text": g.text, "n_tokens": g.n_tokens, "scores": s.values, "detail": s.detail}
         item_rows.append(row)
 
     stats = backend.stats
@@ -248,6 +272,10 @@ def _one_result(opts: AuditOptions, shared: dict[str, Any], adapter: Any, adapte
         "drift": to_plain(drift),
         "items": item_rows,
         "noise_floor": noise,
+        "baseline": None if prev is None else {
+            "adapter": to_plain(prev["info"]) | {"max_rank": prev["info"].max_rank, "content_sha256": prev["digest"]},
+            "comparisons": to_plain(prev_comparisons),
+        },
         "statistics": {"confidence": float(sc["confidence"]), "n_resamples": int(sc["n_resamples"]),
                        "seed": int(sc["seed"]), "multiplicity": sc["multiplicity"], "min_items": int(sc["min_items"]),
                        "interval": "paired bootstrap, expanded percentile (Hesterberg 2015)",

@@ -81,6 +81,16 @@ def _print_summary(results: dict) -> None:
         t.add_row(_t(c["group"]), _t(c["metric"]), k["base"], k["adapter"], k["delta"] + unit, k["ci"], k["p"],
                   k["discordant"])
     console.print(t)
+    prev = results.get("baseline")
+    if prev:
+        t = Table(title=f"previous release → candidate ({_t(prev['adapter']['path'])})", title_justify="left")
+        for col in ("group", "metric", "previous", "candidate", "Δ", "95% CI", "p"):
+            t.add_column(col, justify="left" if col in ("group", "metric") else "right")
+        for c in prev["comparisons"]:
+            k = comparison_cells(c)
+            unit = "" if k["unit"] == "points" else f" {_t(k['unit'])}"
+            t.add_row(_t(c["group"]), _t(c["metric"]), k["base"], k["adapter"], k["delta"] + unit, k["ci"], k["p"])
+        console.print(t)
     d = results["drift"]
     if d["drift_score_pts"] is not None:
         console.print(f"nominal label [bold]{_t(d['label'])}[/] ({_t(d['label_source'])}): "
@@ -121,10 +131,17 @@ def _print_summary(results: dict) -> None:
                                                   "the exit code and the report files carry the result.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the results as JSON on stdout (one adapter: results.json's content; several: "
-                   "{verdict, adapters: [...]}); progress and the summary go to stderr.")
+                   "{verdict, adapters: [...]}); progress and the summary go to stderr. Same as --format json.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "checklist"]), default="table",
+              show_default=True,
+              help="What to print at the end: the summary table (stderr), the results as JSON (stdout), or a "
+                   "Markdown release checklist (stdout; also written as checklist.md).")
+@click.option("--baseline", default=None, type=click.Path(path_type=str),
+              help="Release-checklist mode: also compare each adapter with this previously approved adapter, "
+                   "judged by the policy's `baseline:` limits (rules 'vs previous release: ...').")
 def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, suite: str, label: str | None, limit: int | None,
             capabilities: tuple[str, ...], out: Path, batch_size: int | str, noise_floor: bool, no_cache: bool,
-            data_dir: str | None, quiet: bool, as_json: bool) -> None:
+            data_dir: str | None, quiet: bool, as_json: bool, fmt: str, baseline: str | None) -> None:
     """Audit ADAPTERS (PEFT adapter folders or their adapter_model.safetensors).
 
     Several adapters of the same base are audited against one base pass; each
@@ -140,11 +157,14 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
 
     opts = AuditOptions(adapter=adapters[0], base=base, policy=policy, suite=suite, label=label, limit=limit,
                         capabilities=capabilities, batch_size=batch_size, noise_floor=noise_floor, data_dir=data_dir,
-                        cache=not no_cache, progress=not quiet)
+                        cache=not no_cache, progress=not quiet, baseline=baseline)
+    fmt = "json" if as_json else fmt
     say = (lambda m: None) if quiet else (lambda m: console.print(m))
     all_results = run_audits(opts, adapters, log=say)
     for results, folder in zip(all_results, folders):
         paths = write_reports(results, folder)
+        if fmt == "checklist":
+            click.echo(paths["checklist.md"].read_text(encoding="utf-8"), nl=False)
         if quiet:
             continue
         if len(adapters) > 1:
@@ -156,7 +176,7 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
         index = write_index(all_results, [f.name for f in folders], out)
         n_fail = sum(r["verdict"]["verdict"] == "fail" for r in all_results)
         say(f"{n_fail} of {len(adapters)} adapters fail; index: {escape(str(index))}")
-    if as_json:
+    if fmt == "json":
         _echo_json(all_results[0] if len(adapters) == 1 else
                    {"verdict": "fail" if failed else "pass", "adapters": all_results})
     sys.exit(EXIT_POLICY_FAIL if failed else EXIT_PASS)
@@ -174,7 +194,9 @@ def _echo_json(obj: object) -> None:
 @click.option("--out", "out", type=click.Path(path_type=Path), required=True, help="Folder to write the reports to.")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON on stdout.")
-def report_cmd(results_json: Path, out: Path, quiet: bool, as_json: bool) -> None:
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "checklist"]), default="table",
+              show_default=True, help="What to print: the summary table (stderr), JSON or a release checklist (stdout).")
+def report_cmd(results_json: Path, out: Path, quiet: bool, as_json: bool, fmt: str) -> None:
     """Re-render every report from a results.json, without loading any model."""
     from .report import load_results, write_reports
 
@@ -185,10 +207,15 @@ def report_cmd(results_json: Path, out: Path, quiet: bool, as_json: bool) -> Non
         if e.path == "results":
             raise AuditInputError(results_json, e.fault) from None
         raise
+    fmt = "json" if as_json else fmt
     if not quiet:
         _print_summary(results)
-    if as_json:
+    if fmt == "json":
         _echo_json(results)
+    elif fmt == "checklist":
+        from .report import render_checklist
+
+        click.echo(render_checklist(results), nl=False)
     sys.exit(EXIT_PASS if results["verdict"]["verdict"] == "pass" else EXIT_POLICY_FAIL)
 
 

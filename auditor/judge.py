@@ -109,6 +109,12 @@ POLICY_SCHEMA: dict[str, Any] = {
         },
         "on_base_mismatch": _ACTION,
         "on_no_effect": _ACTION,
+        "baseline": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["metrics"],
+            "properties": {"metrics": {"$ref": "#/properties/metrics"}},
+        },
     },
 }
 
@@ -123,6 +129,12 @@ class Policy:
     @property
     def metric_limits(self) -> dict[str, dict[str, float]]:
         return self.raw.get("metrics", {})
+
+    @property
+    def baseline_limits(self) -> dict[str, dict[str, float]]:
+        """Limits on candidate − previously approved adapter (``--baseline``):
+        the ``baseline.metrics`` section, else the same limits as ``metrics``."""
+        return (self.raw.get("baseline") or {}).get("metrics", self.metric_limits)
 
     @property
     def labels(self) -> dict[str, dict[str, Any]]:
@@ -264,11 +276,13 @@ def load_policy(path: str | Path | None, metric_names: list[str], units: dict[st
                 p, f"{'.'.join(map(str, keypath))}{f' (line {line})' if line else ''}: {name} is measured in "
                    f"{units[name]}, not points: {what}")
 
-    for m, lim in raw.get("metrics", {}).items():
-        check(m, ["metrics", m])
-        for key in ("max_drop_pts", "max_rise_pts"):
-            if key in lim:
-                check_points(m, ["metrics", m, key], "use max_drop_pct / max_rise_pct (% of the base)")
+    for section in (["metrics"], ["baseline", "metrics"]):
+        limits = raw.get("metrics", {}) if section == ["metrics"] else (raw.get("baseline") or {}).get("metrics", {})
+        for m, lim in limits.items():
+            check(m, [*section, m])
+            for key in ("max_drop_pts", "max_rise_pts"):
+                if key in lim:
+                    check_points(m, [*section, m, key], "use max_drop_pct / max_rise_pct (% of the base)")
     for label, spec in raw.get("labels", {}).items():
         check(spec["target"], ["labels", label, "target"])
         check_points(spec["target"], ["labels", label, "target"], "it cannot enter DriftScore")
@@ -342,28 +356,16 @@ def _ci_text(ci: list[float] | None, what: str, conf: float) -> str:
     return f", {100 * conf:.0f}% CI of {what} [{ci[0] + 0.0:+.1f}, {ci[1] + 0.0:+.1f}]"
 
 
-def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResult, adapter: AdapterInfo,
-          noise_floor: dict[str, Any] | None = None) -> Verdict:
-    """Apply the policy to one adapter's comparisons.
-
-    Args:
-        policy: the validated policy.
-        comparisons: from :func:`auditor.compare.compare_metrics` (with intervals and replicates).
-        drift: from :func:`auditor.compare.drift_score`.
-        adapter: inspection result (no-effect and declared-base findings).
-        noise_floor: the base replay result (``n_differ`` items), when one was run.
-
-    Returns:
-        Verdict with one RuleOutcome per rule evaluated (each names its
-        decision mode, interval and p-value); ``fail`` if any fails.
-    """
-    stats_cfg = policy.statistics
+def _limit_rules(limits: dict[str, dict[str, Any]], comparisons: list[MetricComparison], stats_cfg: dict[str, Any],
+                 prefix: str, sides: tuple[str, str], rules: list[RuleOutcome], pend: list[_Pending]) -> None:
+    """One rule per limit key of each limited metric, appended to ``rules`` (and
+    to ``pend``, to be decided after the multiplicity adjustment). ``prefix``
+    names the comparison in the rule name ("" for adapter vs base); ``sides``
+    names its two variants in the reason."""
     by = {c.metric: c for c in comparisons}
-    rules: list[RuleOutcome] = []
-    pend: list[_Pending] = []
-    for metric, lim in policy.metric_limits.items():
+    for metric, lim in limits.items():
         if metric not in by:
-            rules.append(RuleOutcome(f"{metric}: limits", "not_run",
+            rules.append(RuleOutcome(f"{prefix}{metric}: limits", "not_run",
                                      f"capability {metric.split('.')[0]} was not part of this run"))
             continue
         c = by[metric]
@@ -375,15 +377,15 @@ def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResul
             sign = -1.0 if kind == "drop" else 1.0
             if key.endswith("_pct"):
                 if c.rel_delta_pct is None:
-                    rules.append(RuleOutcome(f"{metric}: max {kind} (%)", "not_run",
-                                             f"{metric} is 0 for the base: a relative change is undefined"))
+                    rules.append(RuleOutcome(f"{prefix}{metric}: max {kind} (%)", "not_run",
+                                             f"{metric} is 0 for the {sides[0]}: a relative change is undefined"))
                     continue
-                est, draws, unit = c.rel_delta_pct, c.rel_draws, "% of base"
+                est, draws, unit = c.rel_delta_pct, c.rel_draws, f"% of {sides[0]}"
                 ci = c.rel_ci_pct
-                name = f"{metric}: max {kind} (%)"
+                name = f"{prefix}{metric}: max {kind} (%)"
             else:
                 est, draws, unit, ci = c.delta, c.draws, c.delta_unit, [c.ci_low, c.ci_high]
-                name = f"{metric}: max {kind}"
+                name = f"{prefix}{metric}: max {kind}"
             moved = sign * est
             moved_draws = None if draws is None else sign * np.asarray(draws, dtype=float)
             moved_ci = None if ci is None or ci[0] is None else sorted([sign * ci[0] + 0.0, sign * ci[1] + 0.0])
@@ -391,6 +393,8 @@ def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResul
             p_beyond, p_within = _one_sided(moved_draws, limit)
             shown = (f"{100 * c.base:.1f} → {100 * c.adapter:.1f}" if c.is_fraction
                      else f"{c.base:.1f} → {c.adapter:.1f} {c.unit}")
+            if prefix:
+                shown += f", {sides[0]} → {sides[1]}"
             verb = "rose" if est > 0 else "dropped" if est < 0 else "changed"
             reason = (f"{metric} {verb} by {abs(est):.1f} {unit} ({shown}){_ci_text(ci, 'Δ', c.confidence)}; "
                       f"limit: {kind} ≤ {limit:g} {unit}; mode {mode}")
@@ -400,6 +404,41 @@ def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResul
             pend.append(_Pending(o, mode, p_beyond, p_within,
                                  expanded_alpha(c.confidence, c.n_clusters) / 2, moved > limit + 1e-9,
                                  c.n_items < stats_cfg["min_items"], lim.get("action", "fail")))
+
+
+#: rule-name prefix of the limits judged against the previously approved adapter (``--baseline``)
+BASELINE_PREFIX = "vs previous release: "
+
+
+def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResult, adapter: AdapterInfo,
+          noise_floor: dict[str, Any] | None = None,
+          baseline_comparisons: list[MetricComparison] | None = None) -> Verdict:
+    """Apply the policy to one adapter's comparisons.
+
+    Args:
+        policy: the validated policy.
+        comparisons: from :func:`auditor.compare.compare_metrics` (with intervals and replicates).
+        drift: from :func:`auditor.compare.drift_score`.
+        adapter: inspection result (no-effect and declared-base findings).
+        noise_floor: the base replay result (``n_differ`` items), when one was run.
+        baseline_comparisons: candidate vs the previously approved adapter
+            (``--baseline``; its "base" side is the previous adapter), judged
+            against ``policy.baseline_limits`` as rules named
+            ``vs previous release: <metric>: ...`` (release-checklist mode;
+            seed 002: behaviour one fine-tune installed can wash out in the next).
+
+    Returns:
+        Verdict with one RuleOutcome per rule evaluated (each names its
+        decision mode, interval and p-value); ``fail`` if any fails.
+    """
+    stats_cfg = policy.statistics
+    rules: list[RuleOutcome] = []
+    pend: list[_Pending] = []
+    _limit_rules(policy.metric_limits, comparisons, stats_cfg, "", ("base", "adapter"), rules, pend)
+    if baseline_comparisons is not None:
+        _limit_rules(policy.baseline_limits, baseline_comparisons, stats_cfg, BASELINE_PREFIX,
+                     ("previous", "candidate"), rules, pend)
+    by = {c.metric: c for c in comparisons}
 
     d = policy.drift
     if drift.label is None:

@@ -27,7 +27,7 @@ from .errors import AuditInputError
 RESULTS_SCHEMA_VERSION = 3
 #: JSON Schema (draft 2020-12) of results.json, shipped in the package
 RESULTS_SCHEMA_PATH = Path(__file__).parent / "schemas" / "results.schema.json"
-REPORT_FILES = ("results.json", "report.html", "summary.md", "junit.xml", "results.sarif")
+REPORT_FILES = ("results.json", "report.html", "summary.md", "junit.xml", "results.sarif", "checklist.md")
 SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("auditor", "templates"),
@@ -86,11 +86,14 @@ GROUP_TITLES = {"CAN": "CAN — knowledge and skills", "WILL": "WILL — default
 
 
 def _direction(c: dict[str, Any]) -> str:
-    """'worse', 'better' or 'unclear' for a comparison: worse/better only when its
-    whole confidence interval of Δ lies on that side of zero."""
+    """'worse', 'better', 'moved' or 'unclear' for a comparison: worse/better only
+    when its whole confidence interval of Δ lies on that side of zero; 'moved'
+    for a count metric (words, tokens) whose interval excludes zero."""
     lo, hi = c.get("ci_low"), c.get("ci_high")
     if lo is None or hi is None:
         return "unclear"
+    if c.get("unit", "fraction") != "fraction" and (hi < 0 or lo > 0):
+        return "moved"  # a length in words or tokens moved: neither better nor worse by itself
     if hi < 0 or lo > 0:
         up = lo > 0
         return "better" if up == bool(c["higher_is_better"]) else "worse"
@@ -107,7 +110,7 @@ def group_summary(results: dict[str, Any]) -> list[dict[str, Any]]:
 
     Each card: ``group``, ``title``, ``capabilities`` (names), ``n_metrics``,
     ``worse`` / ``better`` (metrics whose confidence interval of Δ lies wholly on
-    that side of zero), ``rules`` (outcome → count over the policy rules on this
+    that side of zero), ``moved`` (count metrics, e.g. words, that moved), ``rules`` (outcome → count over the policy rules on this
     group's metrics) and ``status`` (fail, warn or pass: the worst rule outcome).
     """
     group_of = {it["capability"]: it["group"] for it in results["items"]}
@@ -125,6 +128,8 @@ def group_summary(results: dict[str, Any]) -> list[dict[str, Any]]:
         cards.append({"group": g, "title": GROUP_TITLES.get(g, g), "capabilities": caps, "n_metrics": len(comps),
                       "worse": [c["metric"] for c in comps if _direction(c) == "worse"],
                       "better": [c["metric"] for c in comps if _direction(c) == "better"],
+                      "moved": [f"{c['metric']} ({c['delta'] + 0.0:+.1f} {c['unit']})" for c in comps
+                                if _direction(c) == "moved"],
                       "rules": counts, "status": status})
     return cards
 
@@ -186,6 +191,15 @@ def _fmt_scores(scores: dict[str, Any]) -> str:
     return ", ".join(f"{k} {v:.3g}" if isinstance(v, (int, float)) else f"{k} —" for k, v in scores.items())
 
 
+def _conversation(item: dict[str, Any]) -> str:
+    """The item's prompt; for a multi-turn item every turn, role first (the
+    instruction of turn 1 is what a multi-turn probe checks in turn 3)."""
+    msgs = item.get("messages") or []
+    if len(msgs) <= 1:
+        return item["prompt"]
+    return "\n\n".join(f"[{m.get('role', '?')}] {m.get('content', '')}" for m in msgs)
+
+
 def primary_metrics(results: dict[str, Any]) -> dict[str, tuple[str, bool]]:
     """Capability → (its first metric's per-item score name, higher is better)."""
     primary: dict[str, tuple[str, bool]] = {}
@@ -220,7 +234,7 @@ def item_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
             outcome = "regression" if loss > 0 else "improvement" if loss < 0 else "same"
         rows.append({"id": it["id"], "capability": it["capability"], "group": it["group"], "outcome": outcome,
                      "metric": metric, "base_value": b, "adapter_value": a, "loss": loss,
-                     "changed": it["base"]["text"] != it["adapter"]["text"], "prompt": it["prompt"],
+                     "changed": it["base"]["text"] != it["adapter"]["text"], "prompt": _conversation(it),
                      "base_text": it["base"]["text"], "adapter_text": it["adapter"]["text"],
                      "base_scores": _fmt_scores(it["base"]["scores"]),
                      "adapter_scores": _fmt_scores(it["adapter"]["scores"]),
@@ -293,14 +307,11 @@ def render_summary_md(results: dict[str, Any], report_name: str = "report.html")
     failing = [r for r in v["rules"] if r["outcome"] == "fail"]
     if failing:
         lines += ["**Failing rules**", ""] + [f"- {_md(r['rule'])}: {_md(r['reason'])}" for r in failing] + [""]
-    conf = results["comparisons"][0].get("confidence", 0.95) if results["comparisons"] else 0.95
-    lines += [f"| group | metric | base | adapter | Δ | {100 * conf:.0f}% CI | p | base-only / adapter-only |",
-              "|---|---|---:|---:|---:|---:|---:|---:|"]
-    for c in results["comparisons"]:
-        k = comparison_cells(c)
-        unit = "" if k["unit"] == "points" else f" {k['unit']}"
-        lines.append(f"| {_md(c['group'])} | {_md(c['metric'])} | {k['base']} | {k['adapter']} | {k['delta']}{unit} | "
-                     f"{k['ci']} | {k['p']} | {k['discordant']} |")
+    lines += _comparison_table(results["comparisons"])
+    if results.get("baseline"):
+        lines += ["", f"**Against the previous release** `{_md(Path(results['baseline']['adapter']['path']).name)}` "
+                      "(`--baseline`)", ""]
+        lines += _comparison_table(results["baseline"]["comparisons"], "previous", "candidate")
     d = results["drift"]
     if d["drift_score_pts"] is not None:
         lines += ["", f"Nominal label **{_md(d['label'])}**: TargetGain {d['target_gain_pts']:+.1f}, "
@@ -316,6 +327,47 @@ def render_summary_md(results: dict[str, Any], report_name: str = "report.html")
         note = "\n\n… cut to fit a PR comment; see the full report.\n"
         text = text[: SUMMARY_MAX_CHARS - len(note)].rsplit("\n", 1)[0] + note
     return text
+
+
+def _comparison_table(comparisons: list[dict[str, Any]], left: str = "base", right: str = "adapter") -> list[str]:
+    conf = comparisons[0].get("confidence", 0.95) if comparisons else 0.95
+    lines = [f"| group | metric | {left} | {right} | Δ | {100 * conf:.0f}% CI | p | {left}-only / {right}-only |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for c in comparisons:
+        k = comparison_cells(c)
+        unit = "" if k["unit"] == "points" else f" {k['unit']}"
+        lines.append(f"| {_md(c['group'])} | {_md(c['metric'])} | {k['base']} | {k['adapter']} | {k['delta']}{unit} | "
+                     f"{k['ci']} | {k['p']} | {k['discordant']} |")
+    return lines
+
+
+def render_checklist(results: dict[str, Any]) -> str:
+    """A Markdown release checklist to paste into a release issue: one box per
+    policy rule (ticked only when it passed; a warning or a rule not run is
+    left for a person to sign off), each with its outcome and evidence (the
+    rule's reason: values, interval, limit, mode), then the hashes that
+    identify what was audited and the sign-off lines."""
+    v, a = results["verdict"], results["adapter"]
+    lines = [f"## Release checklist: `{_md(Path(a['path']).name)}` — {v['verdict'].upper()}", "",
+             f"- adapter `{_md(a['path'])}`, weights sha256 `{_md(a['sha256'])}`",
+             f"- base `{_md(results['base']['name'])}` (sha256 `{_md(results['base']['content_hash'])}`)",
+             f"- policy `{_md(results['policy']['path'])}` (sha256 `{_md(results['policy'].get('sha256', '—'))}`), "
+             f"suite {_md(results['suite']['name'])} ({len(results['items'])} items, sha256 "
+             f"`{_md(results['suite'].get('items_sha256', '—'))}`)"]
+    if results.get("baseline"):
+        pa = results["baseline"]["adapter"]
+        lines.append(f"- previous release (`--baseline`) `{_md(pa['path'])}`, weights sha256 `{_md(pa['sha256'])}`")
+    lines.append(f"- audited {_md(results['run']['created_at'])} by adapter-auditor {_md(results['run']['auditor_version'])}")
+    lines += ["", "### Policy rules", ""]
+    label = {"pass": "pass", "fail": "**FAIL**", "warn": "warning — needs a reviewer's sign-off",
+             "not_run": "not run — needs a reviewer's sign-off"}
+    order = ("fail", "warn", "not_run", "pass")
+    for r in sorted(v["rules"], key=lambda r: order.index(r["outcome"]) if r["outcome"] in order else 4):
+        box = "x" if r["outcome"] == "pass" else " "
+        lines.append(f"- [{box}] {_md(r['rule'])} — {label.get(r['outcome'], _md(r['outcome']))}: {_md(r['reason'])}")
+    lines += ["", "### Sign-off", "", "- [ ] The report (`report.html`) was read, regressions included",
+              "- [ ] Release manager: name, date"]
+    return "\n".join(lines) + "\n"
 
 
 def render_junit(results: dict[str, Any]) -> str:
@@ -407,21 +459,36 @@ def render_sarif(results: dict[str, Any]) -> str:
 
 
 def write_reports(results: dict[str, Any], out: Path) -> dict[str, Path]:
-    """Write every output into ``out`` (atomically, file by file); return their paths."""
+    """Write every output into ``out`` (atomically, file by file); return their paths.
+
+    results.json is written even when another output cannot be rendered, so a
+    long audit's results are never lost to a report fault (``audit report``
+    re-renders them later).
+
+    Raises:
+        AuditInputError: ``out`` cannot hold the reports, or the results cannot be rendered.
+    """
+    check_out_dir(out)
+    try:
+        text = json.dumps(results, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
+    except (TypeError, ValueError) as e:
+        raise AuditInputError("results", f"cannot be written as JSON ({type(e).__name__}: {e})") from None
+    _atomic_write(out / "results.json", text)
     try:
         rendered = {
-        "results.json": json.dumps(results, indent=2, ensure_ascii=False, sort_keys=False) + "\n",
+        "results.json": text,
         "report.html": render_html(results),
         "summary.md": render_summary_md(results, f"{out.name or 'audit-report'}/report.html"),
         "junit.xml": render_junit(results),
         "results.sarif": render_sarif(results),
+        "checklist.md": render_checklist(results),
         }
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, jinja2.UndefinedError) as e:
         raise AuditInputError("results", f"incomplete or invalid results data ({type(e).__name__}: {e})") from None
-    check_out_dir(out)
-    paths = {}
-    for name, text in rendered.items():
-        _atomic_write(out / name, text)
+    paths = {"results.json": out / "results.json"}
+    for name, body in rendered.items():
+        if name != "results.json":
+            _atomic_write(out / name, body)
         paths[name] = out / name
     return paths
 

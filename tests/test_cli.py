@@ -58,8 +58,8 @@ def test_math_adapter_raises_numeric_match_end_to_end(tmp_path):
     out = tmp_path / "math"
     proc = audit(DEMO_ADAPTERS / "math-arith-r8", "--capability", "math", "--limit", "12", "--out", out, "--json")
     assert proc.returncode in (0, 1), proc.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["junit.xml", "report.html", "results.json", "results.sarif",
-                                                     "summary.md"]
+    assert sorted(p.name for p in out.iterdir()) == ["checklist.md", "junit.xml", "report.html", "results.json",
+                                                     "results.sarif", "summary.md"]
     r = json.loads((out / "results.json").read_text())
     assert json.loads(proc.stdout) == r  # --json: the results on stdout, nothing else there
     # the real run's outputs validate against their schemas
@@ -74,6 +74,37 @@ def test_math_adapter_raises_numeric_match_end_to_end(tmp_path):
     adapter_nm = sum(i["adapter"]["scores"]["numeric_match"] for i in r["items"]) / 12
     assert adapter_nm == pytest.approx(nm["adapter"])
     assert len(r["adapter"]["sha256"]) == 64 and r["run"]["backend"] == "hf"
+
+
+@pytest.mark.slow
+def test_release_checklist_against_previous_adapter(tmp_path):
+    """--baseline: the candidate (math adapter) is judged against the base and against the
+    previously approved adapter (the terse one) in one run; the checklist goes to stdout."""
+    out = tmp_path / "release"
+    proc = audit(DEMO_ADAPTERS / "math-arith-r8", "--baseline", DEMO_ADAPTERS / "terse-instruct-r8",
+                 "--capability", "math", "--limit", "12", "--out", out, "--format", "checklist")
+    assert proc.returncode in (0, 1), proc.stderr
+    r = json.loads((out / "results.json").read_text())
+    assert schema_error(r) is None
+    prev = r["baseline"]
+    assert prev["adapter"]["path"].endswith("terse-instruct-r8")
+    (nm,) = [c for c in prev["comparisons"] if c["metric"] == "math.numeric_match"]
+    # recomputable from the stored items: previous = the baseline outputs, candidate = the adapter outputs
+    assert nm["base"] == pytest.approx(sum(i["baseline"]["scores"]["numeric_match"] for i in r["items"]) / 12)
+    assert nm["adapter"] == pytest.approx(sum(i["adapter"]["scores"]["numeric_match"] for i in r["items"]) / 12)
+    rules = {x["rule"]: x for x in r["verdict"]["rules"]}
+    assert "vs previous release: math.numeric_match: max drop" in rules and "math.numeric_match: max drop" in rules
+    assert proc.stdout == (out / "checklist.md").read_text()
+    assert proc.stdout.startswith("## Release checklist: `math-arith-r8`")
+    assert "vs previous release: math.numeric\\_match: max drop" in proc.stdout
+    assert r["run"]["generated"].keys() <= {"base", "adapter", "baseline"}
+
+
+def test_baseline_same_as_candidate_is_refused(tmp_path):
+    proc = audit(DEMO_ADAPTERS / "math-arith-r8", "--baseline", DEMO_ADAPTERS / "math-arith-r8" / "adapter_model.safetensors",
+                 "--out", tmp_path / "o")
+    assert_one_line_error(proc, "--baseline is the", "math-arith-r8")
+    assert not (tmp_path / "o").exists()
 
 
 @pytest.mark.slow

@@ -148,3 +148,40 @@ def test_adapter_without_effect_fails_by_default():
     a.no_effect = True
     v = judge(policy, same, d, a)
     assert v.verdict == "fail" and [r.rule for r in v.failing] == ["adapter has an effect"]
+
+
+def test_baseline_limits_judge_candidate_against_previous_release(tmp_path):
+    """--baseline: the candidate passes against the base but loses IFEval that the
+    previous release had installed (seed 002) → the 'vs previous release' rule fails."""
+    import yaml
+
+    from auditor.judge import BASELINE_PREFIX, DEFAULT_POLICY
+
+    raw = yaml.safe_load(DEFAULT_POLICY.read_text())
+    raw["statistics"]["min_items"] = 1
+    for section in (raw["metrics"], raw["baseline"]["metrics"]):
+        for lim in section.values():
+            lim["mode"] = "point"
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(raw))
+    policy = load_policy(tmp_path / "p.yaml", METRICS)
+    # vs base: math and IFEval unchanged (2 → 2); vs previous: previous had IFEval 4 of 4, candidate 2 of 4
+    _, vs_base = _suite_and_comparisons(2, 2, 2, 2)
+    _, vs_prev = _suite_and_comparisons(base_math=2, adapter_math=2, base_if=4, adapter_if=2)
+    d = drift_score(vs_base, "math", "card", "math.numeric_match", ["ifeval.prompt_level_strict_acc"], 15)
+    assert judge(policy, vs_base, d, _adapter()).verdict == "pass"
+    v = judge(policy, vs_base, d, _adapter(), baseline_comparisons=vs_prev)
+    assert v.verdict == "fail"
+    assert {r.rule for r in v.failing} == {BASELINE_PREFIX + "ifeval.prompt_level_strict_acc: max drop"}
+    (r,) = v.failing
+    assert "previous → candidate" in r.reason and r.value == pytest.approx(50.0)
+    # the vs-base rules are all still there, unprefixed
+    assert any(x.rule == "ifeval.prompt_level_strict_acc: max drop" and x.outcome == "pass" for x in v.rules)
+
+
+def test_policy_without_baseline_section_uses_the_vs_base_limits(tmp_path):
+    p = tmp_path / "p.yaml"
+    p.write_text("version: 1\nmetrics:\n  math.numeric_match: {max_drop_pts: 7}\n")
+    assert load_policy(p, METRICS).baseline_limits == {"math.numeric_match": {"max_drop_pts": 7}}
+    p.write_text("version: 1\nbaseline:\n  metrics:\n    math.nope: {max_drop_pts: 7}\n")
+    with pytest.raises(AuditInputError, match=r"baseline.metrics.math.nope \(line 4\): unknown metric"):
+        load_policy(p, METRICS)

@@ -16,6 +16,7 @@ import xmlschema
 
 from auditor.errors import AuditInputError
 from auditor.report import (RESULTS_SCHEMA_PATH, SUMMARY_MAX_CHARS, _reason, chart_groups, group_summary, item_rows,
+                            render_checklist,
                             load_results, render_html, render_junit, render_sarif, render_summary_md, schema_error,
                             write_reports)
 from conftest import AUDIT, ROOT
@@ -61,6 +62,7 @@ def _results():
                   "ci_low_pts": None, "ci_high_pts": None, "confidence": 0.95},
         "items": items,
         "noise_floor": None,
+        "baseline": None,
         "statistics": {"confidence": 0.95, "n_resamples": 100, "seed": 0, "multiplicity": "bh", "min_items": 1},
         "run": {"backend": "hf", "dtype": "float32", "batch_size": 4, "limit": None, "decoding": "greedy",
                 "new_tokens": {}, "timings": {"load_s": 1, "generate_s": 2, "total_s": 3}, "versions": {"python": "3"},
@@ -150,8 +152,8 @@ def test_summary_md_escapes():
 
 def test_write_and_rerender_from_results_json(tmp_path):
     paths = write_reports(_results(), tmp_path / "a")
-    assert sorted(p.name for p in paths.values()) == ["junit.xml", "report.html", "results.json", "results.sarif",
-                                                      "summary.md"]
+    assert sorted(p.name for p in paths.values()) == ["checklist.md", "junit.xml", "report.html", "results.json",
+                                                      "results.sarif", "summary.md"]
     suite = ET.parse(paths["junit.xml"]).getroot().find("testsuite")
     assert suite.get("tests") == "2" and suite.get("failures") == "1"
     proc = subprocess.run([*AUDIT, "report", str(paths["results.json"]), "--out", str(tmp_path / "b")],
@@ -199,3 +201,53 @@ def test_control_characters_do_not_reach_junit_or_markdown():
     assert "\x1b" not in render_junit(r) and "\x00" not in render_junit(r)
     md = render_summary_md(r)
     assert "\x1b" not in md and "<script>" not in md and "\r" not in md
+
+
+def _with_baseline():
+    r = _results()
+    prev = dict(r["comparisons"][0], base=1.0, adapter=2 / 3, delta=-33.3, ci_low=-66.7, ci_high=0.0)
+    r["baseline"] = {"adapter": {"path": "adapters/v1-" + HOSTILE, "sha256": "c" * 64}, "comparisons": [prev]}
+    r["verdict"]["rules"].append({"rule": "vs previous release: math.numeric_match: max drop", "outcome": "fail",
+                                  "reason": "math.numeric_match dropped by 33.3 points (100.0 → 66.7, previous → "
+                                            "candidate)", "value": 33.3, "limit": 10.0, "mode": "point",
+                                  "decision": "fail", "ci": [0.0, 66.7], "p_value": None, "p_adjusted": None,
+                                  "n_items": 3})
+    return r
+
+
+def test_baseline_comparison_in_every_output():
+    r = _with_baseline()
+    assert schema_error(r) is None
+    html = render_html(r)
+    assert "Against the previous release" in html and "adapters/v1-&lt;script&gt;" in html
+    md = render_summary_md(r)
+    assert "**Against the previous release**" in md and "| previous | candidate |" in md
+    junit = render_junit(r)
+    assert 'name="vs previous release: math.numeric_match: max drop"' in junit
+
+
+def test_checklist_ticks_only_passed_rules_and_gives_evidence():
+    r = _with_baseline()
+    r["verdict"]["rules"].append({"rule": "ifeval.prompt_level_strict_acc: max drop", "outcome": "pass",
+                                  "reason": "ifeval changed by 0.0 points"})
+    lines = render_checklist(r).splitlines()
+    assert lines[0].startswith("## Release checklist:") and lines[0].endswith("— FAIL")
+    boxes = [x for x in lines if x.startswith("- [")]
+    assert boxes[0].startswith("- [ ] math.numeric\\_match: max drop — **FAIL**: r \\<script\\>")
+    assert "- [x] ifeval.prompt\\_level\\_strict\\_acc: max drop — pass: ifeval changed by 0.0 points" in boxes
+    assert any(x.startswith("- [ ] declared base matches — warning — needs a reviewer's sign-off") for x in boxes)
+    assert any("previous release (`--baseline`)" in x for x in lines)
+    assert "<script>" not in "\n".join(lines)
+
+
+def test_a_render_fault_never_loses_results_json(tmp_path, monkeypatch):
+    import auditor.report as report
+
+    def broken(results):
+        raise KeyError("a template bug")
+
+    monkeypatch.setattr(report, "render_html", broken)
+    with pytest.raises(AuditInputError, match="incomplete or invalid results data"):
+        write_reports(_results(), tmp_path / "out")
+    assert load_results(tmp_path / "out" / "results.json") == _results()  # kept, and re-renderable
+    assert not (tmp_path / "out" / "report.html").exists()
