@@ -63,6 +63,11 @@ def workspace() -> Path:
     return Path(_env("GITHUB_WORKSPACE") or os.getcwd()).resolve()
 
 
+def report_dir() -> Path:
+    """The ``output-dir`` input, resolved against the workspace."""
+    return (workspace() / (_env("GATE_OUTPUT_DIR") or "audit-report")).resolve()
+
+
 def set_outputs(**values: str) -> None:
     """Append ``name=value`` lines to ``$GITHUB_OUTPUT`` (printed when it is unset, e.g. locally)."""
     lines = []
@@ -222,9 +227,11 @@ def _module_constant(tree: ast.Module, name: str) -> str:
 def cache_settings() -> tuple[str, str]:
     """(folder, key) for actions/cache: ``$AUDITOR_CACHE_DIR`` when the runner sets it (a self-hosted
     runner's own cache), else a folder in ``$RUNNER_TEMP``; the key names the auditor version, the base
-    model and the suite (the generation cache inside checks every answer's full key anyway)."""
+    model, the suite and the extra arguments (which may narrow the suite), so that what one run saves
+    is what the next one with the same settings needs. The generation cache inside checks every
+    answer's full key anyway: a wrong hit costs time, never a stale answer."""
     folder = _env("AUDITOR_CACHE_DIR") or str(Path(_env("RUNNER_TEMP") or "/tmp") / "adapter-auditor-cache")
-    what = json.dumps([_env("GATE_BASE_MODEL") or "embedded", _env("GATE_SUITE") or "smoke"])
+    what = json.dumps([_env("GATE_BASE_MODEL") or "embedded", _env("GATE_SUITE") or "smoke", _env("GATE_ARGS")])
     key = f"adapter-auditor-{auditor_version()}-{hashlib.sha256(what.encode()).hexdigest()[:16]}"
     return folder, key
 
@@ -240,10 +247,9 @@ def prepare() -> int:
         adapters = adapter_folders(changed_files(base, root), root)
         how = f"changed since {base}"
     folder, key = cache_settings()
-    report_dir = str((root / (_env("GATE_OUTPUT_DIR") or "audit-report")).resolve())
     print(f"adapter-auditor: {len(adapters)} adapter(s) {how}: {' '.join(adapters) or '-'}", flush=True)
     set_outputs(adapters=json.dumps(adapters), found=str(bool(adapters)).lower(), cache_dir=folder, cache_key=key,
-                report_dir=report_dir)
+                report_dir=str(report_dir()))
     if not adapters:
         set_outputs(verdict="skipped")
         append_summary(f"## adapter-auditor: nothing to audit\n\nNo adapter folder ({' / '.join(ADAPTER_FILES)}) "
@@ -360,7 +366,7 @@ def verdict_for(code: int) -> str:
 def run() -> int:
     root = workspace()
     adapters = adapters_from_env()
-    out = (root / (_env("GATE_OUTPUT_DIR") or "audit-report")).resolve()
+    out = report_dir()
     if not adapters:
         set_outputs(verdict="skipped", report_dir=str(out))
         return 0
@@ -413,7 +419,7 @@ def comment() -> int:
         print("adapter-auditor: not a pull request; no comment", flush=True)
         return 0
     adapters = adapters_from_env()
-    out = Path(_env("GATE_REPORT_DIR") or workspace() / "audit-report")
+    out = report_dir()
     verdict = _env("GATE_VERDICT") or "error"
     body = summary_markdown(adapters, out, verdict, _env("GATE_ERROR"))
     if len(body) > COMMENT_LIMIT:

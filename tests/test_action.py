@@ -112,6 +112,17 @@ def test_actionlint_is_clean_on_the_example_workflow_and_the_local_action(tmp_pa
     assert "SC2086" in proc.stdout
 
 
+def test_actionlint_accepts_the_inputs_that_action_yml_gives_the_actions_it_uses(tmp_path):
+    """actionlint does not read a composite action's own steps: lint them as the steps of a workflow."""
+    steps = [{"uses": s["uses"], "with": {k: "x" for k in s.get("with", {})}}
+             for s in load_yaml(ACTION)["runs"]["steps"] if "uses" in s]
+    assert len(steps) == 4
+    wf = tmp_path / "uses.yml"
+    wf.write_text(json.dumps({"on": "push", "jobs": {"a": {"runs-on": "ubuntu-latest", "steps": steps}}}))
+    proc = subprocess.run([_tool("actionlint"), str(wf)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 # ---------------------------------------------------------------- a local runner for the composite action
 
 
@@ -149,17 +160,15 @@ class Expr:
         return False
 
     def _or(self) -> Any:
-        v = self._and()
-        while self._eat("||"):
-            w = self._and()
-            v = v if truthy(v) else w
-        return v
+        return self._chain("||", self._and, lambda v, w: v if truthy(v) else w)
 
     def _and(self) -> Any:
-        v = self._eq()
-        while self._eat("&&"):
-            w = self._eq()
-            v = w if truthy(v) else v
+        return self._chain("&&", self._eq, lambda v, w: w if truthy(v) else v)
+
+    def _chain(self, op: str, operand, combine) -> Any:
+        v = operand()
+        while self._eat(op):
+            v = combine(v, operand())
         return v
 
     def _eq(self) -> Any:
@@ -371,6 +380,7 @@ def test_broken_adapter_in_a_pull_request_is_found_and_fails_the_job_with_one_er
     cache = run.step("Restore the auditor's cache")["with"]
     assert cache["path"] == os.environ["AUDITOR_CACHE_DIR"]  # a cache dir set by the runner is kept
     assert cache["key"].startswith("Linux-adapter-auditor-0.1.0-")
+    assert run.step("Save the auditor's cache")["outcome"] == "skipped"  # no verdict: nothing worth keeping
     upload = run.step("Upload the reports")
     assert upload["outcome"] == "success" and upload["with"]["path"] == run.outputs["report-dir"]
     assert run.step("Comment on the pull request")["outcome"] == "skipped"
@@ -531,6 +541,8 @@ def test_the_job_fails_with_the_verdict_and_passes_with_it(tmp_path):
     assert json.loads(run.outputs["adapters"]) == ["adapters/arith", "adapters/terse"]
     assert run.step("audit")["exit_code"] == 1 and run.failed, run.log
     assert run.outputs["verdict"] == "fail"
+    restore, save = run.step("Restore the auditor's cache"), run.step("Save the auditor's cache")
+    assert save["outcome"] == "success" and save["with"] == restore["with"]  # saved although the job failed
     assert run.summary.startswith("# adapter-auditor: 2 of 2 adapters fail")
     assert run.summary.count("adapter-auditor: FAIL") == 2 and "`arith`" in run.summary and "`terse`" in run.summary
     assert "artifact `adapter-audit-report`" in run.summary
