@@ -419,6 +419,20 @@ def test_adapters_input_takes_globs_and_refuses_one_that_matches_nothing(tmp_pat
     assert [s["name"] for s in run.steps if s["outcome"] != "skipped"] == ["Set up Python", "Find the adapters to audit"]
 
 
+def test_push_diffs_against_the_commit_before_it_and_other_events_need_the_adapters_input(tmp_path, monkeypatch):
+    from auditor import gha
+
+    pr = make_pull_request(tmp_path, {"broken": None})
+    monkeypatch.delenv("GITHUB_BASE_REF", raising=False)
+    before = pr.event["pull_request"]["base"]["sha"]
+    assert gha.base_revision({"before": before, "after": "x"}, pr.repo) == before
+    assert gha.adapter_folders(gha.changed_files(before, pr.repo), pr.repo) == ["adapters/broken"]
+    with pytest.raises(gha.GateError, match="name the adapters"):
+        gha.base_revision({"before": "0" * 40}, pr.repo)  # a new branch: nothing before it
+    with pytest.raises(gha.GateError, match="name the adapters"):
+        gha.base_revision({}, pr.repo)  # workflow_dispatch, schedule, ...
+
+
 class _FakeGitHub(http.server.BaseHTTPRequestHandler):
     """The three REST calls of the sticky comment: list, create, update (issue comments)."""
 
