@@ -336,7 +336,10 @@ def summary_markdown(adapters: list[str], out: Path, verdict: str, error: str = 
         parts.append(summary.read_text(encoding="utf-8") if summary.is_file() else f"`{folder.name}`: no summary.md\n")
     artifact = _env("GATE_ARTIFACT_NAME")
     if artifact:
-        parts.append(f"Reports (report.html, results.json, junit.xml): artifact `{artifact}`"
+        from .report import REPORT_FILES
+
+        files = ", ".join(f for f in REPORT_FILES if f != "summary.md")
+        parts.append(f"Reports ({files}): artifact `{artifact}`"
                      + (f" of [this run]({link})" if link else "") + ".\n")
     return "\n".join(parts)
 
