@@ -48,6 +48,7 @@ AUDIT_OPTIONS = (
     ("GATE_POLICY", "--policy"),
     ("GATE_SUITE", "--suite"),
     ("GATE_LABEL", "--label"),
+    ("GATE_BASELINE", "--baseline"),
 )
 
 

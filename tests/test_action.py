@@ -568,3 +568,16 @@ def test_the_job_fails_with_the_verdict_and_passes_with_it(tmp_path):
     assert run.outputs["verdict"] == "pass"
     assert "0 of 2 adapters fail" in run.summary and run.summary.count("adapter-auditor: PASS") == 2
     assert "generation cache: 3 hits" in run.log  # base + two adapters, one item: no model loaded
+
+
+def test_audit_command_passes_every_audit_input_through(monkeypatch):
+    from auditor import gha
+
+    for env, value in (("GATE_BASE_MODEL", "models/base"), ("GATE_POLICY", "gate.yaml"), ("GATE_SUITE", "fast"),
+                       ("GATE_LABEL", "math"), ("GATE_BASELINE", "adapters/v1"), ("GATE_ARGS", "--limit 5")):
+        monkeypatch.setenv(env, value)
+    cmd = gha.audit_command(["adapters/v2"], "out")
+    for option, value in (("--base", "models/base"), ("--policy", "gate.yaml"), ("--suite", "fast"),
+                          ("--label", "math"), ("--baseline", "adapters/v1")):
+        assert cmd[cmd.index(option) + 1] == value
+    assert cmd[-2:] == ["--limit", "5"] and "adapters/v2" in cmd
