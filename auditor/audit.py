@@ -19,7 +19,7 @@ from typing import Any
 
 from rich.markup import escape
 
-from . import __version__
+from . import __version__, hub
 from .cache import GenerationCache, adapter_digest, folder_digest
 from .compare import StatsSettings, compare_metrics, drift_score
 from .errors import AuditInputError
@@ -136,6 +136,10 @@ def run_audits(opts: AuditOptions, adapters: tuple[str, ...], log: Any = print) 
     """
     t_start = time.perf_counter()
     given = (*adapters, opts.baseline) if opts.baseline else tuple(adapters)
+    # hub ids (owner/name[@revision]) become local snapshots; the resolved commit goes into results.json
+    hub_refs = {a: hub.resolve(a, "adapter") for a in given if hub.looks_like_hub_id(a)}
+    given = tuple(str(hub_refs[a].path) if a in hub_refs else a for a in given)
+    hub_of = {str(ref.path): ref.as_dict() for ref in hub_refs.values()}
     for a in given:
         preflight_adapter(a)
     suite = load_suite(opts.suite, limit=opts.limit, only=opts.capabilities, data_dir=opts.data_dir)
@@ -188,7 +192,8 @@ def run_audits(opts: AuditOptions, adapters: tuple[str, ...], log: Any = print) 
         noise = _noise_floor(backend, suite, base_gens, base_scores, items, scorer_of, log)
     shared = {"t_start": t_start, "suite": suite, "policy": policy, "base": base, "base_digest": base_digest,
               "backend": backend, "items": items, "scorer_of": scorer_of, "base_gens": base_gens,
-              "base_scores": base_scores, "noise": noise, "n_adapters": len(infos), "baseline": None}
+              "base_scores": base_scores, "noise": noise, "n_adapters": len(infos), "baseline": None,
+              "hub_of": hub_of}
     if opts.baseline:
         prev_gens = [replace(g, variant="base") for g in generations if g.variant == "baseline"]
         shared["baseline"] = {"info": infos[-1], "digest": digests[-1], "gens": prev_gens,
@@ -257,6 +262,7 @@ def _one_result(opts: AuditOptions, shared: dict[str, Any], adapter: Any, adapte
     adapter_plain = to_plain(adapter)
     adapter_plain["max_rank"] = adapter.max_rank
     adapter_plain["content_sha256"] = adapter_id
+    adapter_plain["hub"] = shared["hub_of"].get(adapter.path)
     return {
         "schema_version": RESULTS_SCHEMA_VERSION,
         "verdict": to_plain(verdict),
@@ -273,7 +279,8 @@ def _one_result(opts: AuditOptions, shared: dict[str, Any], adapter: Any, adapte
         "items": item_rows,
         "noise_floor": noise,
         "baseline": None if prev is None else {
-            "adapter": to_plain(prev["info"]) | {"max_rank": prev["info"].max_rank, "content_sha256": prev["digest"]},
+            "adapter": to_plain(prev["info"]) | {"max_rank": prev["info"].max_rank, "content_sha256": prev["digest"],
+                                                 "hub": shared["hub_of"].get(prev["info"].path)},
             "comparisons": to_plain(prev_comparisons),
         },
         "statistics": {"confidence": float(sc["confidence"]), "n_resamples": int(sc["n_resamples"]),

@@ -46,6 +46,8 @@ class BaseModel:
     path: Path
     source: str
     content_hash: str
+    #: for a hub id: repo_id, the revision asked for and the resolved commit (:class:`auditor.hub.HubRef`)
+    hub: dict | None = None
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
@@ -104,7 +106,8 @@ def resolve_base(base: str | None) -> BaseModel:
     """Resolve ``--base`` to a loadable local folder.
 
     Args:
-        base: ``None`` for the embedded default, or a local HF model folder.
+        base: ``None`` for the embedded default, a local HF model folder, or a
+            hub id ``owner/name[@revision]`` (:mod:`auditor.hub`).
 
     Raises:
         AuditInputError: the folder is missing or has no ``config.json``, or
@@ -118,9 +121,12 @@ def resolve_base(base: str | None) -> BaseModel:
             if tmp is not None:
                 _convert_gguf(gguf, tmp)
         return BaseModel(DEFAULT_BASE_NAME, final, f"embedded:{gguf.name}", digest)
-    path = Path(base).expanduser()
+    from . import hub
+
+    ref = hub.resolve(base, "base") if hub.looks_like_hub_id(base) else None
+    path = ref.path if ref else Path(base).expanduser()
     if not path.is_dir():
-        raise AuditInputError(base, "--base must be a local Hugging Face model folder (hub ids: not yet supported)")
+        raise AuditInputError(base, "--base must be a local Hugging Face model folder or a hub id (owner/name[@revision])")
     cfg = path / "config.json"
     if not cfg.is_file():
         raise AuditInputError(path, "no config.json: not a Hugging Face model folder")
@@ -128,4 +134,7 @@ def resolve_base(base: str | None) -> BaseModel:
         name = json.loads(cfg.read_text()).get("_name_or_path") or str(path)
     except json.JSONDecodeError as e:
         raise AuditInputError(cfg, f"invalid JSON ({e.msg} at line {e.lineno})") from None
+    if ref:
+        return BaseModel(ref.repo_id, path.resolve(), f"hub:{ref.repo_id}@{ref.revision}", folder_digest(path),
+                         ref.as_dict())
     return BaseModel(str(name) if name else str(path), path.resolve(), "local", folder_digest(path))
