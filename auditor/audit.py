@@ -144,7 +144,8 @@ def run_audits(opts: AuditOptions, adapters: tuple[str, ...], log: Any = print) 
     # variant names: "adapter" for a single audit (what results.json has always said), adapter0.. for several
     variants = ["adapter"] if len(infos) == 1 else [f"adapter{k}" for k in range(len(infos))]
     for info in infos:
-        log(f"base: {escape(base.name)} ({escape(base.source)}); adapter: {escape(info.path)} (LoRA r={info.r}, "
+        log(f"base: {escape(base.name)} ({escape(base.source)}); adapter: {escape(info.path)} ({'DoRA' if info.dora else 'LoRA'} "
+            f"rank {info.max_rank}{f' (config r={info.r})' if info.max_rank != info.r else ''}, "
             f"{info.matched_modules} modules)")
         for w in info.warnings:
             log(f"[yellow]warning:[/] {escape(w)}")

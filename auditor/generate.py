@@ -16,7 +16,9 @@ interrupted audit keeps its work.
 
 from __future__ import annotations
 
+import json
 import os
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,6 +103,27 @@ def _batches(items: list[Item], batch_size: int | Callable[[int, list[Item]], in
             yield group[k:k + size]
 
 
+def _as_the_tensors_say(folder: Path, scratch: Path) -> Path:
+    """The adapter folder PEFT should load: ``folder`` itself, or, when ``use_dora`` in
+    its config disagrees with the weights (DoRA is decided by the presence of
+    ``lora_magnitude_vector`` tensors, see :mod:`auditor.inspection`), ``scratch``
+    holding a corrected copy of the config and a link to the weights."""
+    from safetensors import safe_open
+
+    from .inspection import CONFIG_NAME, WEIGHTS_NAME
+
+    weights = folder / WEIGHTS_NAME
+    with safe_open(str(weights), framework="pt") as f:
+        dora = any("lora_magnitude_vector" in k for k in f.keys())
+    cfg = json.loads((folder / CONFIG_NAME).read_text(encoding="utf-8"))
+    if bool(cfg.get("use_dora")) == dora:
+        return folder
+    scratch.mkdir(parents=True)
+    (scratch / CONFIG_NAME).write_text(json.dumps(cfg | {"use_dora": dora}), encoding="utf-8")
+    (scratch / WEIGHTS_NAME).symlink_to(weights.resolve())
+    return scratch
+
+
 class HFBackend:
     """transformers + peft generation on CPU (or one GPU), fp32 by default.
 
@@ -164,13 +187,15 @@ class HFBackend:
             t0 = time.perf_counter()
             model = AutoModelForCausalLM.from_pretrained(str(self.base_path), dtype=getattr(self.torch, self.dtype),
                                                          device_map=self.device)
-            for k, (variant, (path, _)) in enumerate(self.adapters.items()):
-                if k == 0:
-                    from peft import PeftModel
+            with tempfile.TemporaryDirectory(prefix="auditor-adapter-") as tmp:
+                for k, (variant, (path, _)) in enumerate(self.adapters.items()):
+                    path = _as_the_tensors_say(path, Path(tmp) / variant)
+                    if k == 0:
+                        from peft import PeftModel
 
-                    model = PeftModel.from_pretrained(model, str(path), adapter_name=variant)
-                else:
-                    model.load_adapter(str(path), adapter_name=variant)
+                        model = PeftModel.from_pretrained(model, str(path), adapter_name=variant)
+                    else:
+                        model.load_adapter(str(path), adapter_name=variant)
             self._model = model.eval()
             self.stats.load_s += time.perf_counter() - t0
         return self._model
