@@ -25,6 +25,7 @@ import yaml
 from .errors import AuditInputError
 from .models import sha256_file
 from .records import AdapterInfo, AdapterTensor
+from .safe_yaml import check_yaml_tokens
 
 WEIGHTS_NAME = "adapter_model.safetensors"
 MLX_WEIGHTS_NAME = "adapters.safetensors"  # what mlx_lm.lora writes
@@ -166,6 +167,8 @@ def _check_magic(weights: Path) -> None:
         raise AuditInputError(weights, "too short to be a safetensors file")
 
 
+#: how much of README.md is read for its front matter
+MAX_FRONT_MATTER_BYTES = 64 * 1024
 #: the safetensors library refuses headers above 100 MB; an adapter's header is a few hundred KB
 MAX_HEADER_BYTES = 100_000_000
 #: tensor dtypes an adapter may hold (safetensors names): the floating types torch and peft load
@@ -282,18 +285,25 @@ def _base_shapes(base_path: str) -> tuple[dict[str, tuple[int, int]], dict[str, 
 
 
 def read_model_card_label(folder: Path) -> str | None:
-    """``nominal_label`` from the YAML front matter of the adapter's README.md."""
+    """``nominal_label`` from the YAML front matter of the adapter's README.md.
+
+    None when the card has none, or when its front matter is not plain YAML
+    within the first :data:`MAX_FRONT_MATTER_BYTES` (aliases, deep nesting and
+    broken YAML are ignored, not errors: the card is documentation).
+    """
     card = folder / "README.md"
     if not card.is_file():
         return None
-    text = card.read_text(encoding="utf-8", errors="replace")
+    with open(card, "rb") as f:  # front matter sits at the top; a card may be any size
+        text = f.read(MAX_FRONT_MATTER_BYTES).decode("utf-8", errors="replace")
     m = re.match(r"^---\s*\n(.*?)\n---\s*(\n|$)", text, re.S)
     if not m:
         return None
     try:
+        check_yaml_tokens(card, m.group(1), "a model card")
         meta = yaml.safe_load(m.group(1))
-    except yaml.YAMLError:
-        return None
+    except (yaml.YAMLError, AuditInputError, RecursionError):
+        return None  # an unreadable card has no label; the audit goes on without one
     if isinstance(meta, dict) and isinstance(meta.get("nominal_label"), str):
         return meta["nominal_label"].strip() or None
     return None

@@ -315,6 +315,11 @@ def test_dora_runs_on_the_hf_backend_even_when_the_config_denies_it(tmp_path, ba
     assert torch.equal(q_proj.lora_magnitude_vector["adapter"].weight.detach().cpu(),
                        load_file(str(_weights(a)))[Q.format(0) + ".lora_magnitude_vector"])
     assert json.loads((a / "adapter_config.json").read_text())["use_dora"] is False  # the user's folder untouched
+    # peft refuses DoRA in a mixed base/adapter batch: forced, the refusal falls back to variant by variant
+    assert not backend.mix_variants
+    backend.mix_variants = True
+    again = backend.generate([Request(item, "base"), Request(item, "adapter")], use_cache=False)
+    assert [g.text for g in again] == [g.text for g in gens] and not backend.mix_variants
 
 
 # ---- 8. modules_to_save with another vocabulary -----------------------------------------------------------------
