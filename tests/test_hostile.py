@@ -465,3 +465,92 @@ def _report_with_hostile_text(tmp_path: Path, run) -> tuple[dict[str, str], subp
     proc = run("report", src, "--out", tmp_path / "out")
     assert proc.returncode in (0, 1), proc.stderr
     return {p.name: p.read_text() for p in (tmp_path / "out").iterdir()}, proc
+
+
+# ---- fuzzing (bounded; fuzz/fuzz_inputs.py is the long run) -----------------------------------------------------
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+FUZZ = settings(max_examples=120, deadline=None, derandomize=True, database=None,
+                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+_entry = st.fixed_dictionaries({}, optional={
+    "dtype": st.sampled_from(["F32", "F16", "BF16", "I64", "BOOL", "F8_E4M3", "F4", "X", ""]) | st.integers(),
+    "shape": st.lists(st.integers(-2, 2 ** 65), max_size=4) | st.none() | st.text(max_size=3),
+    "data_offsets": st.lists(st.integers(-4, 2 ** 64), max_size=3) | st.none(),
+})
+_header = st.dictionaries(st.text(max_size=40) | st.sampled_from([Q.format(0) + ".lora_A.weight", "__metadata__"]),
+                          _entry, max_size=4)
+
+
+def _only_clean_errors(fn) -> None:
+    try:
+        fn()
+    except AuditInputError as e:
+        assert "\n" not in e.one_line() and e.path
+
+
+@FUZZ
+@given(header=_header, data=st.binary(max_size=64), length=st.none() | st.integers(0, 2 ** 64 - 1),
+       raw=st.none() | st.binary(max_size=80))
+def test_fuzz_safetensors_reader_reaches_only_the_clean_error(tmp_path_factory, header, data, length, raw):
+    a = tmp_path_factory.mktemp("fz")
+    (a / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "r": 2, "target_modules": ["q_proj"]}))
+    if raw is not None:
+        _weights(a).write_bytes(raw)
+    else:
+        _raw_safetensors(_weights(a), header, data, length)
+    _only_clean_errors(lambda: preflight_adapter(a))
+
+
+_policy_keys = st.sampled_from(["version", "metrics", "statistics", "labels", "drift", "on_no_effect", "mode",
+                                "action", "max_drop_pts", "max_dorp_pts", "confidence", "min_items", "target",
+                                "off_target", "math.numeric_match", "verbosity.words", "math", "x"])
+_yaml_value = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2 ** 70), 2 ** 70) | st.floats() | st.text(max_size=12)
+    | st.sampled_from(["fail", "warn", "point", "confident", "bh"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_policy_keys, inner, max_size=4),
+    max_leaves=12)
+
+
+@FUZZ
+@given(doc=st.dictionaries(_policy_keys, _yaml_value, max_size=5), version=st.sampled_from([1, 1, 2, "1", None]),
+       junk=st.none() | st.text(max_size=60))
+def test_fuzz_policy_loader_reaches_only_the_clean_error(tmp_path_factory, doc, version, junk):
+    import yaml
+
+    from auditor.judge import load_policy
+    from auditor.plan import preset_metric_units
+
+    units = preset_metric_units()
+    p = tmp_path_factory.mktemp("fz") / "policy.yaml"
+    text = yaml.safe_dump({"version": version, **doc}, allow_unicode=True) if junk is None else junk
+    p.write_text(text, encoding="utf-8", errors="surrogatepass")
+    _only_clean_errors(lambda: load_policy(p, sorted(units), units))
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("version: 1\nx: " + "[" * 40_000 + "\n", "line 2: YAML nested too deeply (more than 32 brackets)"),
+    ("a: &a [x, x]\nb: &b [*a, *a]\nversion: 1\n", "line 2: YAML aliases (*name) are not allowed in a policy"),
+    ("version: 1\n" + "# padding\n" * 120_000, "bytes; a policy is at most 1,048,576 bytes"),
+])
+def test_policy_that_would_stall_the_parser_is_refused_quickly(tmp_path, text, needle):
+    import time
+
+    from auditor.judge import load_policy
+
+    p = tmp_path / "p.yaml"
+    p.write_text(text)
+    t0 = time.perf_counter()
+    with pytest.raises(AuditInputError, match=needle.replace("(", r"\(").replace(")", r"\)").replace("*", r"\*")):
+        load_policy(p, ["math.numeric_match"])
+    assert time.perf_counter() - t0 < 2
+
+
+def test_model_card_front_matter_that_would_stall_the_parser_gives_no_label(tmp_path):
+    from auditor.inspection import read_model_card_label
+
+    a = write_adapter(tmp_path / "a", card="---\nnominal_label: " + "[" * 40_000 + "\n---\n")
+    assert read_model_card_label(a) is None
+    (a / "README.md").write_text("---\nx: &a [1]\nnominal_label: *a\n---\n")
+    assert read_model_card_label(a) is None
