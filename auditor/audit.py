@@ -168,7 +168,8 @@ def run_audits(opts: AuditOptions, adapters: tuple[str, ...], log: Any = print) 
     if opts.baseline:
         variants.append("baseline")
     for info in infos:
-        log(f"base: {escape(base.name)} ({escape(base.source)}); adapter: {escape(info.path)} (LoRA r={info.r}, "
+        log(f"base: {escape(base.name)} ({escape(base.source)}); adapter: {escape(info.path)} ({'DoRA' if info.dora else 'LoRA'} "
+            f"rank {info.max_rank}{f' (config r={info.r})' if info.max_rank != info.r else ''}, "
             f"{info.matched_modules} modules)")
         for w in info.warnings:
             log(f"[yellow]warning:[/] {escape(w)}")

@@ -55,13 +55,18 @@ def atomic_dir(final: Path) -> Iterator[Path | None]:
     Yields a temporary directory to fill, or ``None`` when ``final`` already
     exists (another run finished it). On normal exit the temporary directory
     is renamed to ``final``; on an exception it is removed. A file lock makes
-    concurrent runs on the same cache build it once.
+    concurrent runs on the same cache build it once; temporary directories
+    left by a killed run (SIGKILL skips the cleanup) are removed under the
+    lock, where no other run can be filling them.
     """
     final.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(final) + ".lock"):
         if final.exists():
             yield None
             return
+        for stale in final.parent.glob(f".{final.name}.*"):
+            if stale.is_dir() and not stale.is_symlink():
+                shutil.rmtree(stale, ignore_errors=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
         try:
             yield tmp

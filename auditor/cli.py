@@ -159,7 +159,8 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
                         capabilities=capabilities, batch_size=batch_size, noise_floor=noise_floor, data_dir=data_dir,
                         cache=not no_cache, progress=not quiet, baseline=baseline)
     fmt = "json" if as_json else fmt
-    say = (lambda m: None) if quiet else (lambda m: console.print(m))
+    # log lines carry markup of ours around escaped untrusted text; control characters go either way
+    say = (lambda m: None) if quiet else (lambda m: console.print(strip_controls(m)))
     all_results = run_audits(opts, adapters, log=say)
     for results, folder in zip(all_results, folders):
         paths = write_reports(results, folder)
@@ -170,12 +171,12 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
         if len(adapters) > 1:
             console.print(f"[bold]{_t(results['adapter']['path'])}[/]")
         _print_summary(results)
-        console.print(f"report: {escape(str(paths['report.html']))}")
+        console.print(f"report: {_t(paths['report.html'])}")
     failed = any(r["verdict"]["verdict"] != "pass" for r in all_results)
     if len(adapters) > 1:
         index = write_index(all_results, [f.name for f in folders], out)
         n_fail = sum(r["verdict"]["verdict"] == "fail" for r in all_results)
-        say(f"{n_fail} of {len(adapters)} adapters fail; index: {escape(str(index))}")
+        say(f"{n_fail} of {len(adapters)} adapters fail; index: {_t(index)}")
     if fmt == "json":
         _echo_json(all_results[0] if len(adapters) == 1 else
                    {"verdict": "fail" if failed else "pass", "adapters": all_results})
@@ -277,12 +278,12 @@ def main() -> None:
     try:
         cli.main(standalone_mode=False)
     except AuditInputError as e:
-        console.print(f"[red]error:[/] {escape(e.one_line())}", soft_wrap=True)
+        console.print(f"[red]error:[/] {_t(e.one_line())}", soft_wrap=True)
         sys.exit(EXIT_INPUT_ERROR)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
     except click.ClickException as e:
-        console.print(f"[red]error:[/] {escape(e.format_message())} (see `audit --help`)", soft_wrap=True)
+        console.print(f"[red]error:[/] {_t(e.format_message())} (see `audit --help`)", soft_wrap=True)
         sys.exit(EXIT_INPUT_ERROR)
     except click.exceptions.Abort:
         console.print("aborted")
@@ -293,7 +294,7 @@ def main() -> None:
     except Exception as e:  # an internal fault, not the user's input
         if os.environ.get("AUDITOR_DEBUG"):
             raise
-        console.print(f"[red]internal error:[/] {escape(type(e).__name__)}: {escape(' '.join(str(e).split()))} "
+        console.print(f"[red]internal error:[/] {_t(type(e).__name__)}: {_t(' '.join(str(e).split()))} "
                       "(set AUDITOR_DEBUG=1 for the traceback)", soft_wrap=True)
         sys.exit(3)
 

@@ -16,7 +16,9 @@ interrupted audit keeps its work.
 
 from __future__ import annotations
 
+import json
 import os
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,6 +104,44 @@ def _batches(items: list[Item], batch_size: int | Callable[[int, list[Item]], in
             yield group[k:k + size]
 
 
+def _drop_adapter_names_hooks(model: Any) -> None:
+    """Remove the pre-forward hooks that peft's ``generate(adapter_names=...)`` left on
+    the LoRA layers: peft removes them after a normal return only (no ``finally``
+    in ``LoraModel._enable_peft_forward_hooks``), so after a refused mixed batch
+    every later call would still get the stale ``adapter_names``."""
+    for m in model.modules():
+        for hook_id, hook in list(m._forward_pre_hooks.items()):
+            if getattr(getattr(hook, "func", None), "__name__", "") == "_adapter_names_pre_forward_hook":
+                del m._forward_pre_hooks[hook_id]
+                m._forward_pre_hooks_with_kwargs.pop(hook_id, None)
+
+
+def _holds_dora(folder: Path) -> bool:
+    """Whether the adapter's weights hold DoRA magnitudes (header only; see :mod:`auditor.inspection`)."""
+    from safetensors import safe_open
+
+    from .inspection import WEIGHTS_NAME
+
+    with safe_open(str(folder / WEIGHTS_NAME), framework="pt") as f:
+        return any("lora_magnitude_vector" in k for k in f.keys())
+
+
+def _as_the_tensors_say(folder: Path, dora: bool, scratch: Path) -> Path:
+    """The adapter folder PEFT should load: ``folder`` itself, or, when ``use_dora`` in
+    its config disagrees with the weights (``dora``: they hold DoRA magnitudes;
+    the tensors decide), ``scratch`` holding a corrected copy of the config and a
+    link to the weights."""
+    from .inspection import CONFIG_NAME, WEIGHTS_NAME
+
+    cfg = json.loads((folder / CONFIG_NAME).read_text(encoding="utf-8"))
+    if bool(cfg.get("use_dora")) == dora:
+        return folder
+    scratch.mkdir(parents=True)
+    (scratch / CONFIG_NAME).write_text(json.dumps(cfg | {"use_dora": dora}), encoding="utf-8")
+    (scratch / WEIGHTS_NAME).symlink_to((folder / WEIGHTS_NAME).resolve())
+    return scratch
+
+
 class HFBackend:
     """transformers + peft generation on CPU (or one GPU), fp32 by default.
 
@@ -155,8 +195,11 @@ class HFBackend:
         self.batch_size = batch_size
         self.cache = cache if cache is not None else GenerationCache(None)
         self.base_digest = base_digest
-        #: put rows of several variants in one generate call (peft mixed-adapter batches)
-        self.mix_variants = mix_variants
+        #: variant → its weights hold DoRA magnitudes (loaded as DoRA whatever use_dora says)
+        self.dora = {v: _holds_dora(p) for v, (p, _) in self.adapters.items()}
+        #: put rows of several variants in one generate call (peft mixed-adapter batches; not with
+        #: DoRA, which peft refuses there, and a refused call leaves peft's adapter_names hooks behind)
+        self.mix_variants = mix_variants and not any(self.dora.values())
 
     @property
     def model(self):
@@ -167,13 +210,15 @@ class HFBackend:
             t0 = time.perf_counter()
             model = AutoModelForCausalLM.from_pretrained(str(self.base_path), dtype=getattr(self.torch, self.dtype),
                                                          device_map=self.device)
-            for k, (variant, (path, _)) in enumerate(self.adapters.items()):
-                if k == 0:
-                    from peft import PeftModel
+            with tempfile.TemporaryDirectory(prefix="auditor-adapter-") as tmp:
+                for k, (variant, (path, _)) in enumerate(self.adapters.items()):
+                    path = _as_the_tensors_say(path, self.dora[variant], Path(tmp) / variant)
+                    if k == 0:
+                        from peft import PeftModel
 
-                    model = PeftModel.from_pretrained(model, str(path), adapter_name=variant)
-                else:
-                    model.load_adapter(str(path), adapter_name=variant)
+                        model = PeftModel.from_pretrained(model, str(path), adapter_name=variant)
+                    else:
+                        model.load_adapter(str(path), adapter_name=variant)
             self._model = model.eval()
             self.stats.load_s += time.perf_counter() - t0
         return self._model
@@ -227,8 +272,10 @@ class HFBackend:
         Rows of several variants go into one ``generate`` call with peft's
         mixed-adapter batches (``adapter_names``, ``"__base__"`` for the base),
         so the weights are read once per decoding step for all of them
-        (decoding is memory-bound). Where peft refuses a mixed batch (DoRA,
-        some layer types) the rows are generated variant by variant.
+        (decoding is memory-bound). DoRA adapters are never mixed (peft refuses
+        it; decided at construction); where peft refuses a mixed batch anyway,
+        the hooks it leaves behind are dropped and the rows are generated
+        variant by variant.
         """
         budget = rows[0][0].max_new_tokens
         variants = sorted({v for _, v in rows})
@@ -238,7 +285,8 @@ class HFBackend:
             try:
                 return self._generate_batch(prompts, budget, ["__base__" if v == "base" else v for _, v in rows])
             except (ValueError, TypeError, NotImplementedError):
-                self.mix_variants = False  # e.g. DoRA: peft has no mixed batches for it
+                self.mix_variants = False
+                _drop_adapter_names_hooks(self.model)
         out: dict[int, tuple[str, int]] = {}
         for variant in variants:
             idx = [k for k, (_, v) in enumerate(rows) if v == variant]

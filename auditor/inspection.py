@@ -13,6 +13,7 @@ can make it differ from ``r``).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -24,8 +25,10 @@ import yaml
 from .errors import AuditInputError
 from .models import sha256_file
 from .records import AdapterInfo, AdapterTensor
+from .safe_yaml import check_yaml_tokens
 
 WEIGHTS_NAME = "adapter_model.safetensors"
+MLX_WEIGHTS_NAME = "adapters.safetensors"  # what mlx_lm.lora writes
 CONFIG_NAME = "adapter_config.json"
 PEFT_PREFIX = "base_model.model."
 # the keys of PEFT's LoraConfig that inspection and the backends rely on; others are ignored
@@ -51,6 +54,12 @@ LORA_CONFIG_SCHEMA: dict[str, Any] = {
     },
 }
 _LORA_RE = re.compile(r"^(?P<module>.+)\.(?P<kind>lora_A|lora_B)(?:\.[^.]+)?\.weight$")
+# DoRA: one magnitude per output feature; peft >= 0.14 saves it without ".weight", older versions with it
+_MAGNITUDE_RE = re.compile(r"^(?P<module>.+)\.lora_magnitude_vector(?:\.default)?(?:\.weight)?$")
+# vocabulary-sized modules (modules_to_save copies of these carry the tokenizer's size)
+_VOCAB_MODULES = ("lm_head", "embed_tokens", "wte", "embed_in", "embed_out")
+#: backends that can run a DoRA adapter, and the ones that cannot (named in the report)
+DORA_BACKENDS = "runs on the hf backend (transformers + peft); vLLM cannot serve DoRA adapters"
 
 
 def resolve_adapter_path(arg: str | Path) -> tuple[Path, Path]:
@@ -72,6 +81,9 @@ def resolve_adapter_path(arg: str | Path) -> tuple[Path, Path]:
         return p, weights
     if (p / "adapter_model.bin").exists():
         raise AuditInputError(p / "adapter_model.bin", "pickle .bin adapter refused; convert it to safetensors")
+    if (p / MLX_WEIGHTS_NAME).is_file():
+        raise AuditInputError(p, f"no {WEIGHTS_NAME}, but {MLX_WEIGHTS_NAME}: this looks like an MLX-LM adapter "
+                                 "folder, not a PEFT one; convert it to a PEFT LoRA adapter first")
     raise AuditInputError(p, f"no {WEIGHTS_NAME} in this folder")
 
 
@@ -83,7 +95,7 @@ def _read_config(folder: Path) -> dict[str, Any]:
     if not isinstance(cfg, dict):
         raise AuditInputError(cfg_path, "must be a JSON object")
     if "peft_type" not in cfg:
-        raise AuditInputError(cfg_path, "not a PEFT config (no peft_type key)")
+        raise AuditInputError(cfg_path, f"not a PEFT config (no peft_type key){_config_kind_hint(cfg)}")
     if cfg["peft_type"] != "LORA":
         raise AuditInputError(cfg_path, f"peft_type is {cfg['peft_type']!r}; only LORA adapters can be audited")
     for key in ("r", "target_modules"):
@@ -98,9 +110,24 @@ def _read_config(folder: Path) -> dict[str, Any]:
             re.compile(cfg["target_modules"])
         except re.error as e:
             raise AuditInputError(cfg_path, f"target_modules is not a valid regex: {e}") from None
-    if cfg.get("use_dora"):
-        raise AuditInputError(cfg_path, "use_dora: DoRA adapters are not supported yet")
+    for key in ("rank_pattern", "alpha_pattern"):
+        for pattern in cfg.get(key) or {}:
+            try:
+                re.compile(pattern)
+            except re.error as e:
+                raise AuditInputError(cfg_path, f"{key} key {pattern!r} is not a valid regex: {e}") from None
     return cfg
+
+
+def _config_kind_hint(cfg: dict[str, Any]) -> str:
+    """What a JSON object without ``peft_type`` looks like instead (``""`` when unknown)."""
+    if "lora_parameters" in cfg or "fine_tune_type" in cfg:
+        return ("; it looks like an MLX-LM training config (lora_parameters), whose adapters PEFT cannot load: "
+                "convert the adapter to PEFT's format (adapter_config.json with peft_type LORA, tensors named "
+                "base_model.model.<module>.lora_A/lora_B.weight)")
+    if "architectures" in cfg or "model_type" in cfg:
+        return "; it looks like a model's config.json, not an adapter's adapter_config.json"
+    return ""
 
 
 def read_json_strict(path: Path) -> Any:
@@ -131,15 +158,54 @@ def _check_magic(weights: Path) -> None:
         head = f.read(64)
     if head.startswith(b"PK\x03\x04"):
         raise AuditInputError(weights, "is a zip/pickle PyTorch checkpoint renamed to .safetensors; refused (never unpickled)")
+    if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+        raise AuditInputError(weights, "is a pickle file (a legacy torch.save checkpoint?) renamed to .safetensors; "
+                                       "refused (never unpickled)")
     if head.startswith(b"version https://git-lfs"):
         raise AuditInputError(weights, "is a Git LFS pointer, weights not downloaded (run `git lfs pull`)")
     if len(head) < 8:
         raise AuditInputError(weights, "too short to be a safetensors file")
 
 
+#: how much of README.md is read for its front matter
+MAX_FRONT_MATTER_BYTES = 64 * 1024
+#: the safetensors library refuses headers above 100 MB; an adapter's header is a few hundred KB
+MAX_HEADER_BYTES = 100_000_000
+#: tensor dtypes an adapter may hold (safetensors names): the floating types torch and peft load
+FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")
+
+
+def check_safetensors_header_length(weights: Path) -> int:
+    """Check the 8-byte header length of a safetensors file against the file's size.
+
+    Reads only the first 8 bytes, so a header that declares gigabytes is refused
+    without allocating them. Returns the declared header length in bytes.
+
+    Raises:
+        AuditInputError: the file is shorter than 8 bytes, or the declared header
+            is longer than the rest of the file or than :data:`MAX_HEADER_BYTES`.
+    """
+    size = weights.stat().st_size
+    with open(weights, "rb") as f:
+        head = f.read(8)
+    if len(head) < 8:
+        raise AuditInputError(weights, "too short to be a safetensors file")
+    n = int.from_bytes(head, "little")
+    if n > size - 8:
+        raise AuditInputError(weights, f"corrupt safetensors file: the header declares {n:,} bytes but the file has "
+                                       f"{size:,} (truncated, or not a safetensors file)")
+    if n > MAX_HEADER_BYTES:
+        raise AuditInputError(weights, f"corrupt safetensors file: the header declares {n:,} bytes "
+                                       f"(at most {MAX_HEADER_BYTES:,} are read)")
+    return n
+
+
 def _read_tensors(weights: Path) -> list[AdapterTensor]:
+    """Names, shapes and dtypes from the header; the safetensors library validates
+    the JSON, dtypes and data offsets (overlaps, gaps, data past the end)."""
     from safetensors import safe_open
 
+    check_safetensors_header_length(weights)
     try:
         with safe_open(str(weights), framework="pt") as f:
             out = []
@@ -147,14 +213,20 @@ def _read_tensors(weights: Path) -> list[AdapterTensor]:
                 sl = f.get_slice(name)
                 out.append(AdapterTensor(name, tuple(int(d) for d in sl.get_shape()), str(sl.get_dtype())))
     except Exception as e:  # safetensors raises SafetensorError / OSError for corrupt files
-        raise AuditInputError(weights, f"unreadable safetensors file: {' '.join(str(e).split())}") from None
+        raise AuditInputError(weights, f"corrupt safetensors file: {' '.join(str(e).split())[:300]}") from None
     if not out:
         raise AuditInputError(weights, "contains no tensors")
+    for t in out:
+        if t.dtype not in FLOAT_DTYPES:
+            raise AuditInputError(weights, f"tensor {t.name} has dtype {t.dtype}; adapter weights must be "
+                                           f"{', '.join(FLOAT_DTYPES)}")
+        if 0 in t.shape:
+            raise AuditInputError(weights, f"tensor {t.name} is empty (shape {list(t.shape)})")
     return out
 
 
-def _scan_values(weights: Path) -> bool:
-    """Scan every tensor; return True when all ``lora_B`` tensors are zero (the adapter has no effect).
+def _scan_values(weights: Path) -> set[str]:
+    """Scan every tensor for NaN/Inf; return the names of the tensors that are all zero.
 
     Raises:
         AuditInputError: a tensor holds NaN or Inf.
@@ -162,15 +234,15 @@ def _scan_values(weights: Path) -> bool:
     import torch
     from safetensors import safe_open
 
-    all_b_zero = True
+    zero: set[str] = set()
     with safe_open(str(weights), framework="pt") as f:
         for name in f.keys():
             t = f.get_tensor(name)
-            if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            if not bool(torch.isfinite(t).all()):
                 raise AuditInputError(weights, f"tensor {name} contains NaN or Inf values")
-            if ".lora_B" in name and bool(t.any()):
-                all_b_zero = False
-    return all_b_zero
+            if not bool(t.any()):
+                zero.add(name)
+    return zero
 
 
 def base_linear_shapes(base_path: Path) -> dict[str, tuple[int, int]]:
@@ -181,35 +253,57 @@ def base_linear_shapes(base_path: Path) -> dict[str, tuple[int, int]]:
     Raises:
         AuditInputError: the base config cannot be instantiated.
     """
+    return dict(_base_shapes(str(base_path))[0])
+
+
+def base_weight_shapes(base_path: Path) -> dict[str, tuple[int, ...]]:
+    """Module name → shape of its ``weight`` for every module of the base that has one
+    (linear layers, embeddings, norms), on the meta device like :func:`base_linear_shapes`.
+
+    Raises:
+        AuditInputError: the base config cannot be instantiated.
+    """
+    return dict(_base_shapes(str(base_path))[1])
+
+
+@functools.lru_cache(maxsize=4)
+def _base_shapes(base_path: str) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[int, ...]]]:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
     try:
-        config = AutoConfig.from_pretrained(str(base_path))
+        config = AutoConfig.from_pretrained(base_path)
         with torch.device("meta"):
             model = AutoModelForCausalLM.from_config(config)
     except Exception as e:
         raise AuditInputError(base_path, f"cannot build the base model from its config: {e}") from None
-    return {
-        name: (m.in_features, m.out_features)
-        for name, m in model.named_modules()
-        if isinstance(m, torch.nn.Linear)
-    }
+    linear = {name: (m.in_features, m.out_features) for name, m in model.named_modules()
+              if isinstance(m, torch.nn.Linear)}
+    weights = {name: tuple(m.weight.shape) for name, m in model.named_modules()
+               if isinstance(getattr(m, "weight", None), torch.Tensor)}
+    return linear, weights
 
 
 def read_model_card_label(folder: Path) -> str | None:
-    """``nominal_label`` from the YAML front matter of the adapter's README.md."""
+    """``nominal_label`` from the YAML front matter of the adapter's README.md.
+
+    None when the card has none, or when its front matter is not plain YAML
+    within the first :data:`MAX_FRONT_MATTER_BYTES` (aliases, deep nesting and
+    broken YAML are ignored, not errors: the card is documentation).
+    """
     card = folder / "README.md"
     if not card.is_file():
         return None
-    text = card.read_text(encoding="utf-8", errors="replace")
+    with open(card, "rb") as f:  # front matter sits at the top; a card may be any size
+        text = f.read(MAX_FRONT_MATTER_BYTES).decode("utf-8", errors="replace")
     m = re.match(r"^---\s*\n(.*?)\n---\s*(\n|$)", text, re.S)
     if not m:
         return None
     try:
+        check_yaml_tokens(card, m.group(1), "a model card")
         meta = yaml.safe_load(m.group(1))
-    except yaml.YAMLError:
-        return None
+    except (yaml.YAMLError, AuditInputError, RecursionError):
+        return None  # an unreadable card has no label; the audit goes on without one
     if isinstance(meta, dict) and isinstance(meta.get("nominal_label"), str):
         return meta["nominal_label"].strip() or None
     return None
@@ -250,6 +344,148 @@ def _target_present(target: str, modules: list[str]) -> bool:
     return any(m == target or m.endswith("." + target) for m in modules)
 
 
+def _classify_tensors(weights: Path, tensors: list[AdapterTensor]) -> tuple[
+        dict[str, dict[str, AdapterTensor]], dict[str, AdapterTensor], dict[str, AdapterTensor]]:
+    """Sort the tensors into LoRA factors (module → lora_A/lora_B), DoRA magnitudes
+    (module → tensor) and full module copies (``modules_to_save``: module → weight).
+
+    Raises:
+        AuditInputError: a LoRA factor without its partner, or a tensor of a kind
+            that is not supported (LoRA biases, embedding LoRA).
+    """
+    lora: dict[str, dict[str, AdapterTensor]] = {}
+    magnitudes: dict[str, AdapterTensor] = {}
+    full: dict[str, AdapterTensor] = {}
+    for t in tensors:
+        if (m := _LORA_RE.match(t.name)):
+            lora.setdefault(m.group("module"), {})[m.group("kind")] = t
+        elif (m := _MAGNITUDE_RE.match(t.name)):
+            magnitudes[m.group("module")] = t
+        elif ".lora_" in t.name or not t.name.endswith(".weight"):
+            raise AuditInputError(weights, f"tensor {t.name} is neither a LoRA A/B weight, a DoRA magnitude nor a "
+                                           "full module weight; not supported")
+        else:
+            full[t.name[:-len(".weight")]] = t
+    for module, parts in sorted(lora.items()):
+        if set(parts) != {"lora_A", "lora_B"}:
+            raise AuditInputError(weights, f"module {module} has {sorted(parts)} but needs both lora_A and lora_B")
+    return lora, magnitudes, full
+
+
+def _strip_prefix(module: str) -> str | None:
+    return module[len(PEFT_PREFIX):] if module.startswith(PEFT_PREFIX) else None
+
+
+def _prefix_fix(unmatched: str, base_modules: list[str]) -> tuple[str, str] | None:
+    """``(old, new)``: the prefix rewrite that turns ``unmatched`` into PEFT's name of
+    the base module sharing the longest dotted suffix with it (None if none shares two parts)."""
+    have = unmatched.split(".")
+    best: tuple[int, list[str]] | None = None
+    for b in base_modules:
+        want = (PEFT_PREFIX + b).split(".")
+        n = 0
+        while n < min(len(have), len(want)) and have[-1 - n] == want[-1 - n]:
+            n += 1
+        if n >= 2 and n < len(want) and (best is None or n > best[0]):
+            best = (n, want)
+    if best is None:
+        return None
+    n, want = best
+    old, new = have[:len(have) - n], want[:len(want) - n]
+    # name the prefix up to the first numbered part (the layer index), so the fix reads naturally
+    k = len(have) - n
+    while k < len(have) - 1 and not have[k].isdigit() and len(old) - (len(have) - n) < 2:
+        old, new, k = old + [have[k]], new + [have[k]], k + 1
+    return ".".join(old) + "." if old else "", ".".join(new) + "."
+
+
+def _check_names_match(weights: Path, tensors: list[AdapterTensor], lora: dict, magnitudes: dict, full: dict,
+                       base_shapes: dict[str, tuple[int, int]], weight_shapes: dict[str, tuple[int, ...]],
+                       base_name: str) -> None:
+    """Every tensor must name a module of the base the way PEFT saves it; PEFT would
+    silently ignore the ones that do not, so one unmatched tensor refuses the adapter.
+
+    Raises:
+        AuditInputError: ``<k> of <n> tensors match a module of the base``, with an
+            example and, where one exists, the prefix rewrite that makes them match.
+    """
+    def matches(module: str, linear: bool) -> bool:
+        name = _strip_prefix(module)
+        return name is not None and (name in base_shapes if linear else name in weight_shapes)
+
+    owners = ([(p.name, m, True) for m, parts in lora.items() for p in parts.values()]
+              + [(t.name, m, True) for m, t in magnitudes.items()] + [(t.name, m, False) for m, t in full.items()])
+    unmatched = [(n, m, lin) for n, m, lin in owners if not matches(m, lin)]
+    if not unmatched:
+        return
+    ok = len(tensors) - len(unmatched)
+    first = unmatched[0][1]
+    msg = (f"{ok} of {len(tensors)} tensors match a module of the base ({base_name}), e.g. {unmatched[0][0]} "
+           f"names no module of it; PEFT would silently ignore the unmatched ones")
+    fix = _prefix_fix(first, list(base_shapes) if unmatched[0][2] else list(weight_shapes))
+    if fix:
+        old, new = fix
+        fixed = sum(matches(new + m[len(old):] if m.startswith(old) else m, lin) for _, m, lin in owners)
+        if fixed > ok:
+            msg += (f"; rename the prefix {old!r} to {new!r} in the tensor names "
+                    f"(then {fixed} of {len(tensors)} match)")
+    else:
+        msg += f"; PEFT names them {PEFT_PREFIX}<module of the base>, e.g. {PEFT_PREFIX}{next(iter(base_shapes))}"
+    raise AuditInputError(weights, msg)
+
+
+def _check_full_copies(weights: Path, full: dict[str, AdapterTensor], weight_shapes: dict[str, tuple[int, ...]],
+                       base_name: str) -> None:
+    """Full module copies (``modules_to_save``) must have the base module's shape; an
+    ``lm_head``/``embed_tokens`` copy with another row count means another vocabulary.
+
+    Raises:
+        AuditInputError: a vocabulary or shape mismatch, or (shapes fitting) because
+            full module copies are not audited yet.
+    """
+    for module, t in sorted(full.items()):
+        name = module[len(PEFT_PREFIX):]
+        want = weight_shapes[name]
+        if name.rsplit(".", 1)[-1] in _VOCAB_MODULES and len(t.shape) == 2 and len(want) == 2 \
+                and t.shape[0] != want[0]:
+            raise AuditInputError(
+                weights, f"{t.name} (modules_to_save) is a full copy of {name} with a vocabulary of {t.shape[0]:,} "
+                         f"tokens, but the base ({base_name}) has {want[0]:,}: the adapter was trained with a resized "
+                         "tokenizer (added tokens); audit it on the base and tokenizer it was trained with")
+        if tuple(t.shape) != tuple(want):
+            raise AuditInputError(weights, f"{t.name} (modules_to_save) has shape {list(t.shape)} but the base's "
+                                           f"{name}.weight has {list(want)}")
+    if full:
+        names = sorted(m[len(PEFT_PREFIX):] for m in full)
+        raise AuditInputError(weights, f"full copies of base modules (modules_to_save: {', '.join(names)}) "
+                                       "are not supported yet; only LoRA A/B (and DoRA) tensors are audited")
+
+
+def _check_dora(weights: Path, lora: dict, magnitudes: dict[str, AdapterTensor],
+                base_shapes: dict[str, tuple[int, int]]) -> bool:
+    """True when the adapter is DoRA: it holds ``lora_magnitude_vector`` tensors
+    (whatever ``use_dora`` says), one of ``out_features`` values per LoRA module.
+
+    Raises:
+        AuditInputError: magnitudes for only some modules, or of the wrong shape.
+    """
+    if not magnitudes:
+        return False
+    missing = sorted(set(lora) - set(magnitudes))
+    orphan = sorted(set(magnitudes) - set(lora))
+    if missing or orphan:
+        which = missing[0] if missing else orphan[0]
+        raise AuditInputError(weights, f"DoRA magnitudes for {len(set(lora) & set(magnitudes))} of {len(lora)} LoRA "
+                                       f"modules (e.g. {which} {'has none' if missing else 'has no lora_A/lora_B'}); "
+                                       "PEFT cannot load a partial DoRA adapter")
+    for module, t in sorted(magnitudes.items()):
+        out_f = base_shapes[module[len(PEFT_PREFIX):]][1]
+        if tuple(t.shape) not in ((out_f,), (1, out_f)):
+            raise AuditInputError(weights, f"{t.name} has shape {list(t.shape)}; a DoRA magnitude of this module "
+                                           f"has {out_f} values")
+    return True
+
+
 def inspect_adapter(arg: str | Path, base_path: Path, base_name: str) -> AdapterInfo:
     """Inspect an adapter against a base model.
 
@@ -262,10 +498,13 @@ def inspect_adapter(arg: str | Path, base_path: Path, base_name: str) -> Adapter
         AdapterInfo with real per-module ranks and warnings.
 
     Raises:
-        AuditInputError: missing/invalid config, non-LoRA adapter, pickle or
-            LFS-pointer weights, corrupt safetensors, NaN/Inf values, target
-            modules the base lacks, tensors that match no base module, or
-            shapes that do not fit the base.
+        AuditInputError: missing/invalid config (or not a PEFT one), non-LoRA
+            adapter, pickle or LFS-pointer weights, corrupt safetensors,
+            non-float tensors, NaN/Inf values, target modules the base lacks,
+            tensors that match no base module (with matched/total counts and
+            the prefix fix), shapes that do not fit the base, a full
+            ``lm_head``/``embed_tokens`` copy of another vocabulary size,
+            partial or misshapen DoRA magnitudes.
     """
     folder, weights, cfg, tensors = preflight_adapter(arg)
     base_shapes = base_linear_shapes(base_path)
@@ -290,33 +529,16 @@ def inspect_adapter(arg: str | Path, base_path: Path, base_name: str) -> Adapter
     else:
         raise AuditInputError(folder / CONFIG_NAME, "target_modules must be a non-empty list of names or a regex string")
 
-    lora: dict[str, dict[str, tuple[int, ...]]] = {}
-    other: list[str] = []
-    for t in tensors:
-        m = _LORA_RE.match(t.name)
-        if not m:
-            other.append(t.name)
-            continue
-        lora.setdefault(m.group("module"), {})[m.group("kind")] = t.shape
-    if other:
-        raise AuditInputError(
-            weights, f"{len(other)} tensors are not LoRA A/B weights (e.g. {other[0]}); not supported yet"
-        )
+    weight_shapes = base_weight_shapes(base_path)
+    lora, magnitudes, full = _classify_tensors(weights, tensors)
+    _check_names_match(weights, tensors, lora, magnitudes, full, base_shapes, weight_shapes, base_name)
+    _check_full_copies(weights, full, weight_shapes, base_name)
 
     ranks: dict[str, int] = {}
-    unmatched: list[str] = []
     for module, parts in sorted(lora.items()):
-        if set(parts) != {"lora_A", "lora_B"}:
-            raise AuditInputError(weights, f"module {module} has {sorted(parts)} but needs both lora_A and lora_B")
-        if not module.startswith(PEFT_PREFIX):
-            raise AuditInputError(weights, f"tensor names must start with {PEFT_PREFIX!r} as PEFT saves them "
-                                           f"(found {module}); PEFT would silently load none of them")
         name = module[len(PEFT_PREFIX):]
-        if name not in base_shapes:
-            unmatched.append(module)
-            continue
         in_f, out_f = base_shapes[name]
-        a, b = parts["lora_A"], parts["lora_B"]
+        a, b = parts["lora_A"].shape, parts["lora_B"].shape
         if len(a) != 2 or len(b) != 2 or a[1] != in_f or b[0] != out_f or a[0] != b[1]:
             raise AuditInputError(
                 weights,
@@ -331,18 +553,23 @@ def inspect_adapter(arg: str | Path, base_path: Path, base_name: str) -> Adapter
             raise AuditInputError(weights, f"{name} has rank {a[0]} but the config says {expected} "
                                            "(r / rank_pattern); PEFT cannot load it")
         ranks[name] = int(a[0])
-    if unmatched:
-        raise AuditInputError(
-            weights,
-            f"{len(unmatched)} of {len(lora)} adapted modules match no module of the base "
-            f"(e.g. {unmatched[0]}); expected names like {PEFT_PREFIX}{base_modules[0]}",
-        )
+    dora = _check_dora(weights, lora, magnitudes, base_shapes)
 
-    no_effect = _scan_values(weights)
+    zero = _scan_values(weights)
+    # B·A is zero when either factor is; DoRA magnitudes and full module copies change the model by themselves
+    no_effect = not dora and not full and all(
+        parts["lora_A"].name in zero or parts["lora_B"].name in zero for parts in lora.values())
 
     warnings: list[str] = []
     if no_effect:
-        warnings.append("adapter has no effect: every lora_B tensor is zero (an untrained adapter?)")
+        warnings.append("adapter has no effect: in every module lora_A or lora_B is all zero (an untrained adapter?)")
+    if dora:
+        warnings.append(f"DoRA adapter (lora_magnitude_vector tensors): {DORA_BACKENDS}")
+    if dora != bool(cfg.get("use_dora")):
+        warnings.append(
+            f"adapter_config.json says use_dora: {str(bool(cfg.get('use_dora'))).lower()} but the weights "
+            f"{'hold' if dora else 'hold no'} lora_magnitude_vector tensors; audited as "
+            f"{'DoRA' if dora else 'plain LoRA'} (the tensors decide)")
     declared = str(cfg.get("base_model_name_or_path") or "")
     if not declared:
         warnings.append("adapter_config.json declares no base_model_name_or_path")
@@ -367,4 +594,5 @@ def inspect_adapter(arg: str | Path, base_path: Path, base_name: str) -> Adapter
         matched_modules=len(ranks),
         no_effect=no_effect,
         warnings=warnings,
+        dora=dora,
     )

@@ -43,6 +43,7 @@ import numpy as np
 import yaml
 
 from .errors import AuditInputError
+from .safe_yaml import check_yaml_tokens
 from .stats import N_RESAMPLES, bh_adjust, expanded_alpha
 from .records import AdapterInfo, DriftResult, MetricComparison, RuleOutcome, Verdict
 
@@ -208,6 +209,8 @@ def _non_finite(obj: Any, path: str = "") -> str | None:
     return None
 
 
+#: a policy is a few KB; PyYAML is pure Python, so a large file alone could stall the audit
+MAX_POLICY_BYTES = 1 << 20
 def load_policy(path: str | Path | None, metric_names: list[str], units: dict[str, str] | None = None) -> Policy:
     """Load and validate a policy.
 
@@ -219,17 +222,20 @@ def load_policy(path: str | Path | None, metric_names: list[str], units: dict[st
             DriftScore labels are refused on metrics that are not fractions.
 
     Raises:
-        AuditInputError: unreadable or invalid YAML, YAML aliases (refused:
-            "billion laughs"), schema violations, unknown metric names,
+        AuditInputError: unreadable or invalid YAML, a file over
+            :data:`MAX_POLICY_BYTES`, YAML aliases (refused: "billion laughs"),
+            nesting deeper than :data:`auditor.safe_yaml.MAX_FLOW_DEPTH`, duplicate keys,
+            non-finite numbers, schema violations, unknown metric names,
             naming the key path and line.
     """
     p = Path(path) if path is not None else DEFAULT_POLICY
     if not p.is_file():
         raise AuditInputError(p, "policy file not found")
+    if p.stat().st_size > MAX_POLICY_BYTES:
+        raise AuditInputError(p, f"{p.stat().st_size:,} bytes; a policy is at most {MAX_POLICY_BYTES:,} bytes")
     text = p.read_text(encoding="utf-8", errors="replace")
     try:
-        if any(isinstance(ev, yaml.AliasEvent) for ev in yaml.parse(text, Loader=yaml.SafeLoader)):
-            raise AuditInputError(p, "YAML aliases (*name) are not allowed in a policy")
+        check_yaml_tokens(p, text, "a policy")
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         raw = yaml.safe_load(text)
     except RecursionError:

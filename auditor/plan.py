@@ -19,6 +19,7 @@ import jsonschema
 import yaml
 
 from .errors import AuditInputError
+from .safe_yaml import check_yaml_tokens
 from .records import Item, Request
 from .score import SCORER_METRICS, TARGET_BUILDERS, MetricSpec
 from .sources import BENCHMARKS, LETTERS, first_rows, load_benchmark, read_jsonl, sample_rows
@@ -116,8 +117,7 @@ class Suite:
 def _load_yaml(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
-        if any(isinstance(ev, yaml.AliasEvent) for ev in yaml.parse(text, Loader=yaml.SafeLoader)):
-            raise AuditInputError(path, "YAML aliases (*name) are not allowed in a suite manifest")
+        check_yaml_tokens(path, text, "a suite manifest")
         return yaml.safe_load(text)
     except UnicodeDecodeError:
         raise AuditInputError(path, "not UTF-8 text") from None

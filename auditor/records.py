@@ -38,8 +38,12 @@ class AdapterInfo:
         declared_base: ``base_model_name_or_path`` from the config ("" if none).
         nominal_label: from the model card front matter (``nominal_label:``), or None.
         matched_modules: number of adapted modules found in the base.
-        no_effect: every ``lora_B`` tensor is zero, so the adapter cannot change the model.
+        no_effect: in every module ``lora_A`` or ``lora_B`` is all zero (and there
+            are no DoRA magnitudes or full module copies), so the adapter cannot
+            change the model.
         warnings: non-fatal findings carried into the report.
+        dora: the weights hold DoRA magnitudes (``lora_magnitude_vector``); decided
+            by the tensors, not by ``use_dora`` in the config.
     """
 
     path: str
@@ -57,6 +61,7 @@ class AdapterInfo:
     matched_modules: int
     no_effect: bool = False
     warnings: list[str] = field(default_factory=list)
+    dora: bool = False
 
     @property
     def max_rank(self) -> int:

@@ -1,0 +1,44 @@
+"""YAML from files we did not write (policies, suite manifests, model cards).
+
+PyYAML's ``safe_load`` executes nothing, but two things still hurt: aliases
+("billion laughs" documents that expand to gigabytes once walked) and deeply
+nested flow collections, on which the pure-Python scanner is quadratic (4,000
+``[`` take about 20 seconds). :func:`check_yaml_tokens` makes one lazy pass
+over the tokens and stops at the first of them, before anything is built.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from .errors import AuditInputError
+
+#: deepest bracket nesting accepted (policies and manifests need 2 or 3)
+MAX_FLOW_DEPTH = 32
+
+
+def check_yaml_tokens(path: str | Path, text: str, what: str) -> None:
+    """Refuse aliases and flow nesting deeper than :data:`MAX_FLOW_DEPTH` in ``text``.
+
+    Args:
+        path: the file, named in the error.
+        text: its content.
+        what: what the file is, for the message ("a policy", "a suite manifest").
+
+    Raises:
+        AuditInputError: an alias (``*name``) or too deep nesting, with its line.
+        yaml.YAMLError: the text is not YAML (the caller reports it).
+    """
+    depth = 0
+    for tok in yaml.scan(text, Loader=yaml.SafeLoader):
+        if isinstance(tok, yaml.AliasToken):
+            raise AuditInputError(path, f"line {tok.start_mark.line + 1}: YAML aliases (*name) are not allowed in {what}")
+        if isinstance(tok, (yaml.FlowSequenceStartToken, yaml.FlowMappingStartToken)):
+            depth += 1
+            if depth > MAX_FLOW_DEPTH:
+                raise AuditInputError(path, f"line {tok.start_mark.line + 1}: YAML nested too deeply "
+                                            f"(more than {MAX_FLOW_DEPTH} brackets)")
+        elif isinstance(tok, (yaml.FlowSequenceEndToken, yaml.FlowMappingEndToken)):
+            depth -= 1
