@@ -20,6 +20,7 @@ from typing import Any
 
 import jinja2
 import jsonschema
+import markupsafe
 
 from .cachedir import atomic_write
 from .errors import AuditInputError
@@ -33,6 +34,9 @@ _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("auditor", "templates"),
     autoescape=True,
     undefined=jinja2.StrictUndefined,
+    # every value shown loses its control characters (ESC, BEL, C1) before it is escaped
+    # (Markup, i.e. our own script and tojson's already-escaped JSON, is left as it is)
+    finalize=lambda v: strip_controls(v) if isinstance(v, str) and not isinstance(v, markupsafe.Markup) else v,
 )
 _ENV.globals["cells"] = lambda c: comparison_cells(c)
 
@@ -234,12 +238,14 @@ def item_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
             outcome = "regression" if loss > 0 else "improvement" if loss < 0 else "same"
         rows.append({"id": it["id"], "capability": it["capability"], "group": it["group"], "outcome": outcome,
                      "metric": metric, "base_value": b, "adapter_value": a, "loss": loss,
-                     "changed": it["base"]["text"] != it["adapter"]["text"], "prompt": _conversation(it),
-                     "base_text": it["base"]["text"], "adapter_text": it["adapter"]["text"],
+                     "changed": it["base"]["text"] != it["adapter"]["text"],
+                     "prompt": strip_controls(_conversation(it)),
+                     "base_text": strip_controls(it["base"]["text"]),
+                     "adapter_text": strip_controls(it["adapter"]["text"]),
                      "base_scores": _fmt_scores(it["base"]["scores"]),
                      "adapter_scores": _fmt_scores(it["adapter"]["scores"]),
-                     "base_reason": _reason(it["base"].get("detail")),
-                     "adapter_reason": _reason(it["adapter"].get("detail"))})
+                     "base_reason": strip_controls(_reason(it["base"].get("detail"))),
+                     "adapter_reason": strip_controls(_reason(it["adapter"].get("detail")))})
     rows.sort(key=lambda r: (order[r["outcome"]], -abs(r["loss"]), r["id"]))
     return rows
 
@@ -295,21 +301,22 @@ SUMMARY_MAX_CHARS = 60_000
 
 
 def render_summary_md(results: dict[str, Any], report_name: str = "report.html") -> str:
-    """Short Markdown summary for ``$GITHUB_STEP_SUMMARY`` or a PR comment:
+    """Short Markdown summary for ``$GITHUB_STEP_SUMMARY`` or a PR comment (untrusted
+    names are escaped plain text, never inside code spans, where escapes do not work):
     verdict, failing rules, the capability table (Δ in points with its CI),
     DriftScore, and ``report_name`` (the full report's link-friendly name).
     At most :data:`SUMMARY_MAX_CHARS` characters (the table is cut, saying so)."""
     v = results["verdict"]
     icon = "✅" if v["verdict"] == "pass" else "❌"
     lines = [f"## {icon} adapter-auditor: {v['verdict'].upper()}", "",
-             f"Adapter `{_md(Path(results['adapter']['path']).name)}` on base `{_md(results['base']['name'])}`, "
+             f"Adapter **{_md(Path(results['adapter']['path']).name)}** on base **{_md(results['base']['name'])}**, "
              f"suite {_md(results['suite']['name'])}.", ""]
     failing = [r for r in v["rules"] if r["outcome"] == "fail"]
     if failing:
         lines += ["**Failing rules**", ""] + [f"- {_md(r['rule'])}: {_md(r['reason'])}" for r in failing] + [""]
     lines += _comparison_table(results["comparisons"])
     if results.get("baseline"):
-        lines += ["", f"**Against the previous release** `{_md(Path(results['baseline']['adapter']['path']).name)}` "
+        lines += ["", f"**Against the previous release** {_md(Path(results['baseline']['adapter']['path']).name)} "
                       "(`--baseline`)", ""]
         lines += _comparison_table(results["baseline"]["comparisons"], "previous", "candidate")
     d = results["drift"]
@@ -321,7 +328,7 @@ def render_summary_md(results: dict[str, Any], report_name: str = "report.html")
                       + (" (label mismatch)" if d["mismatch"] else "")]
     lines += ["", "Δ: adapter − base, in points for rates. CI: paired bootstrap. p: exact McNemar for pass/fail "
                   "items, Wilcoxon signed-rank otherwise, permutation for context gaps."]
-    lines += ["", f"Full report: `{_md(report_name)}` (with every item's base and adapter output)"]
+    lines += ["", f"Full report: {_md(report_name)} (with every item's base and adapter output)"]
     text = "\n".join(lines) + "\n"
     if len(text) > SUMMARY_MAX_CHARS:
         note = "\n\n… cut to fit a PR comment; see the full report.\n"
@@ -348,15 +355,15 @@ def render_checklist(results: dict[str, Any]) -> str:
     rule's reason: values, interval, limit, mode), then the hashes that
     identify what was audited and the sign-off lines."""
     v, a = results["verdict"], results["adapter"]
-    lines = [f"## Release checklist: `{_md(Path(a['path']).name)}` — {v['verdict'].upper()}", "",
-             f"- adapter `{_md(a['path'])}`, weights sha256 `{_md(a['sha256'])}`",
-             f"- base `{_md(results['base']['name'])}` (sha256 `{_md(results['base']['content_hash'])}`)",
-             f"- policy `{_md(results['policy']['path'])}` (sha256 `{_md(results['policy'].get('sha256', '—'))}`), "
+    lines = [f"## Release checklist: {_md(Path(a['path']).name)} — {v['verdict'].upper()}", "",
+             f"- adapter {_md(a['path'])}, weights sha256 `{_md(a['sha256'])}`",
+             f"- base {_md(results['base']['name'])} (sha256 `{_md(results['base']['content_hash'])}`)",
+             f"- policy {_md(results['policy']['path'])} (sha256 `{_md(results['policy'].get('sha256', '—'))}`), "
              f"suite {_md(results['suite']['name'])} ({len(results['items'])} items, sha256 "
              f"`{_md(results['suite'].get('items_sha256', '—'))}`)"]
     if results.get("baseline"):
         pa = results["baseline"]["adapter"]
-        lines.append(f"- previous release (`--baseline`) `{_md(pa['path'])}`, weights sha256 `{_md(pa['sha256'])}`")
+        lines.append(f"- previous release (`--baseline`) {_md(pa['path'])}, weights sha256 `{_md(pa['sha256'])}`")
     lines.append(f"- audited {_md(results['run']['created_at'])} by adapter-auditor {_md(results['run']['auditor_version'])}")
     lines += ["", "### Policy rules", ""]
     label = {"pass": "pass", "fail": "**FAIL**", "warn": "warning — needs a reviewer's sign-off",

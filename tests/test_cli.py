@@ -96,7 +96,7 @@ def test_release_checklist_against_previous_adapter(tmp_path):
     rules = {x["rule"]: x for x in r["verdict"]["rules"]}
     assert "vs previous release: math.numeric_match: max drop" in rules and "math.numeric_match: max drop" in rules
     assert proc.stdout == (out / "checklist.md").read_text()
-    assert proc.stdout.startswith("## Release checklist: `math-arith-r8`")
+    assert proc.stdout.startswith("## Release checklist: math-arith-r8 — ")
     assert "vs previous release: math.numeric\\_match: max drop" in proc.stdout
     assert r["run"]["generated"].keys() <= {"base", "adapter", "baseline"}
 

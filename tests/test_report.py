@@ -231,7 +231,7 @@ def test_checklist_ticks_only_passed_rules_and_gives_evidence():
     r["verdict"]["rules"].append({"rule": "ifeval.prompt_level_strict_acc: max drop", "outcome": "pass",
                                   "reason": "ifeval changed by 0.0 points"})
     lines = render_checklist(r).splitlines()
-    assert lines[0].startswith("## Release checklist:") and lines[0].endswith("— FAIL")
+    assert lines[0].startswith("## Release checklist: ") and lines[0].endswith("— FAIL")
     boxes = [x for x in lines if x.startswith("- [")]
     assert boxes[0].startswith("- [ ] math.numeric\\_match: max drop — **FAIL**: r \\<script\\>")
     assert "- [x] ifeval.prompt\\_level\\_strict\\_acc: max drop — pass: ifeval changed by 0.0 points" in boxes
