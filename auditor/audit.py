@@ -24,7 +24,7 @@ from .cache import GenerationCache, adapter_digest, folder_digest
 from .compare import StatsSettings, compare_metrics, drift_score
 from .errors import AuditInputError
 from .generate import HFBackend
-from .generate_vllm import VLLMBackend, check_vllm_servable, choose_backend
+from .generate_vllm import VLLMBackend, check_vllm_servable, choose_backend, vllm_unsupported
 from .inspection import inspect_adapter, preflight_adapter
 from .judge import judge, load_policy
 from .models import resolve_base
@@ -140,6 +140,8 @@ def run_audits(opts: AuditOptions, adapters: tuple[str, ...], log: Any = print) 
     backend_name, backend_reason = choose_backend(opts.backend)
     for a in adapters:
         _, weights, cfg, tensors = preflight_adapter(a)
+        if backend_name == "vllm" and opts.backend == "auto" and (what := vllm_unsupported(cfg, tensors)):
+            backend_name, backend_reason = "hf", f"auto: vLLM cannot serve {what}, hf"
         if backend_name == "vllm":
             check_vllm_servable(weights, cfg, tensors)
     suite = load_suite(opts.suite, limit=opts.limit, only=opts.capabilities, data_dir=opts.data_dir)
@@ -171,6 +173,7 @@ def run_audits(opts: AuditOptions, adapters: tuple[str, ...], log: Any = print) 
     cache = GenerationCache.default(enabled=opts.cache)
     base_digest = folder_digest(base.path)
     by_variant = {v: (Path(i.path), d) for v, i, d in zip(variants, infos, digests)}
+    log(f"backend: {backend_name} ({backend_reason})")
     backend: HFBackend | VLLMBackend
     if backend_name == "vllm":
         backend = VLLMBackend(base.path, by_variant, max_rank=max(i.max_rank for i in infos), dtype=opts.dtype,
@@ -178,7 +181,6 @@ def run_audits(opts: AuditOptions, adapters: tuple[str, ...], log: Any = print) 
     else:
         backend = HFBackend(base.path, by_variant, batch_size=opts.batch_size, dtype=opts.dtype, cache=cache,
                             base_digest=base_digest)
-    log(f"backend: {backend_name} ({backend_reason})")
     backend.show_progress = opts.progress
     generations = backend.generate(plan_requests(suite, ("base", *variants)))
     cs = cache.stats

@@ -38,7 +38,7 @@ What vLLM cannot serve (modules_to_save, DoRA, LoRA on embeddings or
 from __future__ import annotations
 
 import importlib.util
-import re
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -56,7 +56,6 @@ VOCAB_MODULES = ("embed_tokens", "lm_head", "wte", "wpe", "embed_in", "embed_out
 OWN_ARGS = ("model", "tokenizer", "enable_lora", "max_lora_rank", "max_loras", "dtype")
 #: items re-generated base-only and adapter-only after a mixed call (:meth:`VLLMBackend.self_check`)
 SELF_CHECK_ITEMS = 3
-_LORA_AB = re.compile(r"\.lora_(A|B)(\.[^.]+)?\.weight$")
 
 
 def vllm_importable() -> bool:
@@ -102,8 +101,8 @@ def vllm_unsupported(cfg: dict[str, Any], tensors: list[AdapterTensor]) -> str |
         return "DoRA (lora_magnitude_vector tensors / use_dora)"
     targets = cfg.get("target_modules")
     targets = [targets] if isinstance(targets, str) else list(targets or [])
-    vocab = sorted({n.split(".lora_")[0].rsplit(".", 1)[-1] for n in names if ".lora_" in n
-                    and ("lora_embedding_" in n or n.split(".lora_")[0].rsplit(".", 1)[-1] in VOCAB_MODULES)}
+    adapted = {n: n.split(".lora_")[0].rsplit(".", 1)[-1] for n in names if ".lora_" in n}  # tensor → module
+    vocab = sorted({m for n, m in adapted.items() if "lora_embedding_" in n or m in VOCAB_MODULES}
                    | {t for t in targets if t in VOCAB_MODULES})
     if vocab:
         return f"LoRA on embeddings or the output head ({', '.join(vocab)})"
@@ -208,6 +207,7 @@ class VLLMBackend(CachedBackend):
                  dtype: str = "float32", cache: GenerationCache | None = None, base_digest: str = "",
                  engine_args: dict[str, Any] | None = None):
         super().__init__(base_path, adapters, dtype, cache, base_digest, batch_size="auto")
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # vLLM's INFO lines would bury the audit's log
         self.engine_args = dict(engine_args or {})
         self.max_lora_rank = vllm_lora_rank(max_rank) if self.adapters else None
         self.max_loras = len(self.adapters) + 1 if self.adapters else None

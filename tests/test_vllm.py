@@ -18,8 +18,8 @@ from auditor import generate_vllm
 from auditor.cache import adapter_digest
 from auditor.errors import AuditInputError
 from auditor.generate_vllm import (
-    BackendSelfCheckError, VLLMBackend, choose_backend, lora_identity, parse_engine_args, vllm_importable,
-    vllm_lora_rank, vllm_unsupported,
+    BackendSelfCheckError, VLLMBackend, check_vllm_servable, choose_backend, lora_identity, parse_engine_args,
+    vllm_importable, vllm_lora_rank, vllm_unsupported,
 )
 from auditor.inspection import inspect_adapter, preflight_adapter
 from auditor.records import Item
@@ -80,16 +80,20 @@ REFUSED = {
 
 
 @pytest.mark.parametrize("kind", sorted(REFUSED))
-def test_unsupported_adapter_named_without_vllm(kind, tmp_path):
+def test_what_vllm_cannot_serve_is_named(kind, tmp_path):
     make, phrase = REFUSED[kind]
-    _, _, cfg, tensors = preflight_adapter(make(tmp_path / kind))
+    _, weights, cfg, tensors = preflight_adapter(make(tmp_path / kind))
     assert phrase in vllm_unsupported(cfg, tensors)
-    _, _, cfg, tensors = preflight_adapter(MATH)
+    with pytest.raises(AuditInputError) as e:
+        check_vllm_servable(weights, cfg, tensors)
+    assert e.value.one_line().startswith(f"{weights}: vLLM cannot serve") and "--backend hf" in e.value.one_line()
+    _, weights, cfg, tensors = preflight_adapter(MATH)
     assert vllm_unsupported(cfg, tensors) is None
+    check_vllm_servable(weights, cfg, tensors)
 
 
 @needs_vllm
-@pytest.mark.parametrize("kind", sorted(REFUSED))
+@pytest.mark.parametrize("kind", ["modules_to_save", "lm_head_lora"])  # the CLI path is the same for every kind
 def test_backend_vllm_refuses_before_loading(kind, tmp_path):
     make, phrase = REFUSED[kind]
     adapter = make(tmp_path / kind)
@@ -251,11 +255,42 @@ def test_backend_vllm_end_to_end_applies_the_lora_in_one_mixed_call(vllm_and_hf_
     # cross-backend agreement (fp32 greedy): reported, expected exact on these items
     same = {var: sum(a[var]["text"] == b[var]["text"] for a, b in zip(rv["items"], rh["items"]))
             for var in ("base", "adapter")}
+    hrun = rh["run"]
+    tok = {name: sum(r["run"]["new_tokens"].values()) for name, r in (("vllm", rv), ("hf", rh))}
     print(f"\nvllm vs hf, same greedy answer: base {same['base']}/{n}, adapter {same['adapter']}/{n}; "
-          f"vllm audit {t_vllm:.0f} s (engine start {run['timings']['load_s']:.0f} s, generate "
-          f"{run['timings']['generate_s']:.1f} s), hf audit {t_hf:.0f} s")
+          f"self-check {v['self_check']}; vllm audit {t_vllm:.0f} s (engine start {run['timings']['load_s']:.0f} s, "
+          f"one mixed call {run['timings']['generate_s']:.1f} s, {tok['vllm']} tokens, "
+          f"{tok['vllm'] / max(run['timings']['generate_s'], 1e-9):.1f} tok/s), hf audit {t_hf:.0f} s (load "
+          f"{hrun['timings']['load_s']:.0f} s, generate {hrun['timings']['generate_s']:.1f} s, {tok['hf']} tokens, "
+          f"{tok['hf'] / max(hrun['timings']['generate_s'], 1e-9):.1f} tok/s)")
     assert same == {"base": n, "adapter": n}
+    # the hf audit ran after the vllm one in the same cache: cache keys differ per backend, nothing was reused
+    assert hrun["cache"]["hits"] == {} and run["cache"]["misses"] == {"base": n, "adapter": n}
     assert rh["run"]["backend"] == "hf" and rh["run"]["backend_reason"] in ("auto: no GPU, hf",
                                                                          "auto: vllm not installed, hf")
     html = (tmp / "vllm" / "report.html").read_text()
     assert "vllm <span class=\"muted\">(--backend vllm)</span>" in html and v["lora_name"] in html
+
+
+def test_auto_falls_back_to_hf_for_what_vllm_cannot_serve_mocked_gpu(base_model, monkeypatch, tmp_path):
+    """auto on a (mocked) GPU machine with vLLM installed picks hf for an lm_head LoRA, and says why."""
+    from auditor import audit
+
+    class Chosen(Exception):
+        pass
+
+    def fake_hf(*args, **kwargs):
+        raise Chosen()
+
+    monkeypatch.setattr(generate_vllm, "vllm_importable", lambda: True)
+    monkeypatch.setattr(generate_vllm, "_gpu_present", lambda: True)
+    monkeypatch.setattr(audit, "HFBackend", fake_hf)
+    monkeypatch.setattr(audit, "VLLMBackend", fake_hf)
+    logged: list[str] = []
+    adapter = _lm_head_lora(tmp_path / "lm_head")
+    with pytest.raises(Chosen):
+        audit.run_audits(audit.AuditOptions(adapter=str(adapter), capabilities=("math",), limit=1), (str(adapter),),
+                         log=logged.append)
+    assert "backend: hf (auto: vLLM cannot serve LoRA on embeddings or the output head (lm_head), hf)" in logged
+    with pytest.raises(AuditInputError, match="vLLM cannot serve"):
+        audit.run_audits(audit.AuditOptions(adapter=str(adapter), backend="vllm"), (str(adapter),), log=logged.append)
