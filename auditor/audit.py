@@ -12,7 +12,7 @@ import hashlib
 import json
 import platform
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from .cache import GenerationCache, adapter_digest, folder_digest
 from .compare import StatsSettings, compare_metrics, drift_score
 from .errors import AuditInputError
 from .generate import HFBackend
+from .generate_vllm import VLLMBackend, check_vllm_servable, choose_backend, vllm_unsupported
 from .inspection import inspect_adapter, preflight_adapter
 from .judge import judge, load_policy
 from .models import resolve_base
@@ -69,6 +70,10 @@ class AuditOptions:
     progress: bool = True
     #: a previously approved adapter to compare each candidate with as well (release-checklist mode)
     baseline: str | None = None
+    #: ``auto`` (vllm when importable and a GPU is present, else hf), ``hf`` or ``vllm``
+    backend: str = "auto"
+    #: further ``vllm.LLM`` keyword arguments (``--vllm-arg KEY=VALUE``)
+    vllm_args: dict[str, Any] = field(default_factory=dict)
 
 
 def _noise_floor(backend: HFBackend, suite: Any, generations: list, scores: list, items: dict,
@@ -140,8 +145,13 @@ def run_audits(opts: AuditOptions, adapters: tuple[str, ...], log: Any = print) 
     hub_refs = {a: hub.resolve(a, "adapter") for a in given if hub.looks_like_hub_id(a)}
     given = tuple(str(hub_refs[a].path) if a in hub_refs else a for a in given)
     hub_of = {str(ref.path): ref.as_dict() for ref in hub_refs.values()}
+    backend_name, backend_reason = choose_backend(opts.backend)
     for a in given:
-        preflight_adapter(a)
+        _, weights, cfg, tensors = preflight_adapter(a)
+        if backend_name == "vllm" and opts.backend == "auto" and (what := vllm_unsupported(cfg, tensors)):
+            backend_name, backend_reason = "hf", f"auto: vLLM cannot serve {what}, hf"
+        if backend_name == "vllm":
+            check_vllm_servable(weights, cfg, tensors)
     suite = load_suite(opts.suite, limit=opts.limit, only=opts.capabilities, data_dir=opts.data_dir)
     units = {**preset_metric_units(), **suite.metric_units}
     policy = load_policy(opts.policy, sorted(units), units)
@@ -176,8 +186,15 @@ def run_audits(opts: AuditOptions, adapters: tuple[str, ...], log: Any = print) 
 
     cache = GenerationCache.default(enabled=opts.cache)
     base_digest = folder_digest(base.path)
-    backend = HFBackend(base.path, {v: (Path(i.path), d) for v, i, d in zip(variants, infos, digests)},
-                        batch_size=opts.batch_size, dtype=opts.dtype, cache=cache, base_digest=base_digest)
+    by_variant = {v: (Path(i.path), d) for v, i, d in zip(variants, infos, digests)}
+    log(f"backend: {backend_name} ({backend_reason})")
+    backend: HFBackend | VLLMBackend
+    if backend_name == "vllm":
+        backend = VLLMBackend(base.path, by_variant, max_rank=max(i.max_rank for i in infos), dtype=opts.dtype,
+                              cache=cache, base_digest=base_digest, engine_args=opts.vllm_args)
+    else:
+        backend = HFBackend(base.path, by_variant, batch_size=opts.batch_size, dtype=opts.dtype, cache=cache,
+                            base_digest=base_digest)
     backend.show_progress = opts.progress
     generations = backend.generate(plan_requests(suite, ("base", *variants)))
     cs = cache.stats
@@ -194,7 +211,7 @@ def run_audits(opts: AuditOptions, adapters: tuple[str, ...], log: Any = print) 
     shared = {"t_start": t_start, "suite": suite, "policy": policy, "base": base, "base_digest": base_digest,
               "backend": backend, "items": items, "scorer_of": scorer_of, "base_gens": base_gens,
               "base_scores": base_scores, "noise": noise, "n_adapters": len(infos), "baseline": None,
-              "hub_of": hub_of}
+              "hub_of": hub_of, "backend_reason": backend_reason}
     if opts.baseline:
         prev_gens = [replace(g, variant="base") for g in generations if g.variant == "baseline"]
         shared["baseline"] = {"info": infos[-1], "digest": digests[-1], "gens": prev_gens,
@@ -291,7 +308,9 @@ def _one_result(opts: AuditOptions, shared: dict[str, Any], adapter: Any, adapte
                                  "other": "Wilcoxon signed-rank", "max_gap": "paired permutation"},
                        "p_adjusted": "Benjamini-Hochberg"},
         "run": {
-            "backend": stats.backend, "dtype": opts.dtype, "batch_size": opts.batch_size, "limit": opts.limit,
+            "backend": stats.backend, "backend_reason": shared["backend_reason"], "dtype": opts.dtype,
+            # vllm: "auto" (its scheduler batches the one generate call)
+            "batch_size": backend.batch_size, "limit": opts.limit,
             "batch_sizes_used": {str(k): v for k, v in sorted(stats.batch_sizes_used.items())},
             "capabilities": [c.name for c in suite.capabilities],
             "decoding": "greedy",
@@ -299,6 +318,7 @@ def _one_result(opts: AuditOptions, shared: dict[str, Any], adapter: Any, adapte
             "generated": _for_variant(stats.generated, variant),
             "cache": _cache_stats_for(backend.cache.stats.as_dict(), variant),
             "adapters_in_run": shared["n_adapters"],
+            **({"vllm": backend.run_info(variant)} if isinstance(backend, VLLMBackend) else {}),
             "model_loaded": backend.model_loaded,
             "timings": {"load_s": round(stats.load_s, 3), "generate_s": round(stats.generate_s, 3),
                         "total_s": round(time.perf_counter() - shared["t_start"], 3)},

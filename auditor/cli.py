@@ -127,6 +127,16 @@ def _print_summary(results: dict) -> None:
               type=click.Path(exists=True, file_okay=False, dir_okay=True),
               help="Folder with local copies of the standard benchmark files (IFEval, GSM8K, XSTest, "
                    "MMLU-Redux) for suites that use them; without it they are fetched from the Hugging Face hub.")
+@click.option("--backend", type=click.Choice(["auto", "hf", "vllm"]), default="auto", show_default=True,
+              help="Generation backend: hf (transformers + peft), vllm (one vLLM engine, base and adapter requests "
+                   "in one generate call), or auto: vllm when it is installed and a GPU is present, else hf.")
+@click.option("--dtype", type=click.Choice(["float32", "bfloat16", "float16"]), default="float32", show_default=True,
+              help="Weights and activations dtype of either backend (float32 keeps greedy answers comparable "
+                   "across backends).")
+@click.option("--vllm-arg", "vllm_args", multiple=True, metavar="KEY=VALUE",
+              help="Keyword argument for vllm.LLM (repeatable), e.g. tensor_parallel_size=2, "
+                   "pipeline_parallel_size=2, max_model_len=4096, gpu_memory_utilization=0.8. "
+                   "dtype comes from --dtype; max_lora_rank and max_loras from the adapters.")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors (no progress, no summary); "
                                                   "the exit code and the report files carry the result.")
 @click.option("--json", "as_json", is_flag=True,
@@ -141,7 +151,8 @@ def _print_summary(results: dict) -> None:
                    "judged by the policy's `baseline:` limits (rules 'vs previous release: ...').")
 def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, suite: str, label: str | None, limit: int | None,
             capabilities: tuple[str, ...], out: Path, batch_size: int | str, noise_floor: bool, no_cache: bool,
-            data_dir: str | None, quiet: bool, as_json: bool, fmt: str, baseline: str | None) -> None:
+            data_dir: str | None, quiet: bool, as_json: bool, fmt: str, baseline: str | None, backend: str,
+            dtype: str, vllm_args: tuple[str, ...]) -> None:
     """Audit ADAPTERS (PEFT adapter folders or their adapter_model.safetensors).
 
     Several adapters of the same base are audited against one base pass; each
@@ -149,6 +160,7 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
     them. The exit code is 1 when any adapter fails.
     """
     from .audit import AuditOptions, run_audits
+    from .generate_vllm import parse_engine_args
     from .report import check_out_dir, report_folder_names, write_index, write_reports
 
     folders = [out] if len(adapters) == 1 else [out / n for n in report_folder_names(list(adapters))]
@@ -157,7 +169,8 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
 
     opts = AuditOptions(adapter=adapters[0], base=base, policy=policy, suite=suite, label=label, limit=limit,
                         capabilities=capabilities, batch_size=batch_size, noise_floor=noise_floor, data_dir=data_dir,
-                        cache=not no_cache, progress=not quiet, baseline=baseline)
+                        cache=not no_cache, progress=not quiet, baseline=baseline, backend=backend, dtype=dtype,
+                        vllm_args=parse_engine_args(vllm_args))
     fmt = "json" if as_json else fmt
     # log lines carry markup of ours around escaped untrusted text; control characters go either way
     say = (lambda m: None) if quiet else (lambda m: console.print(strip_controls(m)))

@@ -11,7 +11,9 @@ confounded by padding and the weights are read once per step for both.
 Every answer goes through the generation cache (:mod:`auditor.cache`):
 requests found there are not generated again, the model is loaded only when
 something is missing, and each finished batch is written at once, so an
-interrupted audit keeps its work.
+interrupted audit keeps its work. :class:`CachedBackend` holds what every
+backend shares (tokenizer and chat template, cache lookup and write, stats);
+the ``vllm`` backend lives in :mod:`auditor.generate_vllm`.
 """
 
 from __future__ import annotations
@@ -142,7 +144,136 @@ def _as_the_tensors_say(folder: Path, dora: bool, scratch: Path) -> Path:
     return scratch
 
 
-class HFBackend:
+class CachedBackend:
+    """What every backend shares: the base's tokenizer and chat template (so every
+    backend sees the same rendered prompt), the generation cache lookup and write,
+    and the stats. Subclasses load their engine lazily (``model``) and generate."""
+
+    name = "?"
+
+    def __init__(self, base_path: Path, adapters: dict[str, tuple[Path, str]] | None, dtype: str,
+                 cache: GenerationCache | None, base_digest: str, batch_size: int | str = 0):
+        from transformers import AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        t0 = time.perf_counter()
+        #: rich progress bar on stderr while generating (the CLI's --quiet turns it off)
+        self.show_progress = True
+        self.base_path, self.dtype = Path(base_path), dtype
+        self.adapters = {v: (Path(p), d) for v, (p, d) in (adapters or {}).items()}
+        if "base" in self.adapters:
+            raise ValueError("'base' is the name of the base variant, not of an adapter")
+        self.tokenizer = AutoTokenizer.from_pretrained(str(base_path))
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self._model = None
+        self.stats = GenerationStats(self.name, load_s=time.perf_counter() - t0, batch_size=batch_size)
+        self.batch_size = batch_size
+        self.cache = cache if cache is not None else GenerationCache(None)
+        self.base_digest = base_digest
+
+    @property
+    def model_loaded(self) -> bool:
+        return self._model is not None
+
+    @staticmethod
+    def _versions(packages: tuple[str, ...]) -> dict[str, str | None]:
+        from importlib import metadata
+
+        versions = {}
+        for pkg in packages:
+            try:
+                versions[pkg] = metadata.version(pkg)
+            except metadata.PackageNotFoundError:
+                versions[pkg] = None
+        return versions
+
+    def settings(self) -> dict:
+        """Generation settings and backend versions: part of every cache key."""
+        raise NotImplementedError
+
+    def render(self, item: Item) -> str:
+        """The exact prompt string the model sees (chat template applied)."""
+        return self.tokenizer.apply_chat_template(list(item.messages), tokenize=False, add_generation_prompt=True)
+
+    def _decode(self, row: list[int]) -> tuple[str, int]:
+        """Text and token count of one answer, cut after the first EOS (which is counted)."""
+        n = len(row)
+        eos = self.tokenizer.eos_token_id
+        if eos in row:
+            n = row.index(eos) + 1
+        return self.tokenizer.decode(row[:n], skip_special_tokens=True), n
+
+    def _lookup(self, requests: list[Request], use_cache: bool) -> "_Pending":
+        """Render every item, look every request up in the cache; what misses is left to generate.
+
+        Raises:
+            ValueError: an adapter request was given but no adapter is loaded.
+        """
+        variants = sorted({r.variant for r in requests}, key=lambda v: (v != "base", v))
+        unknown = [v for v in variants if v != "base" and v not in self.adapters]
+        if unknown:
+            raise ValueError(f"no adapter loaded for variant {unknown[0]!r}")
+        items = list({r.item.id: r.item for r in requests}.values())
+        rendered = {it.id: self.render(it) for it in items}
+        self.rendered = rendered
+        p = _Pending(variants, rendered, self.cache if use_cache else GenerationCache(None))
+        settings = self.settings()
+        for r in requests:
+            if (r.item.id, r.variant) in p.keys:
+                continue
+            key = generation_key(base=self.base_digest,
+                                 adapter=None if r.variant == "base" else self.adapters[r.variant][1],
+                                 messages=r.item.messages, max_new_tokens=r.item.max_new_tokens,
+                                 rendered=rendered[r.item.id], settings=settings)
+            p.keys[(r.item.id, r.variant)] = key
+            hit = p.cache.get(key, r.variant)
+            if hit is not None:
+                p.results[(r.item.id, r.variant)] = Generation(r.item.id, r.variant, hit[0], hit[1])
+            else:
+                p.todo[r.variant].append(r.item)
+        return p
+
+    def _record(self, p: "_Pending", item: Item, variant: str, text: str, n: int) -> None:
+        """Keep one fresh answer: in the results, the stats and the cache."""
+        p.results[(item.id, variant)] = Generation(item.id, variant, text, n)
+        self.stats.new_tokens[variant] = self.stats.new_tokens.get(variant, 0) + n
+        self.stats.generated[variant] = self.stats.generated.get(variant, 0) + 1
+        p.cache.put(p.keys[(item.id, variant)], text, n, {"base": self.base_digest, "backend": self.name,
+                                                          "adapter": None if variant == "base"
+                                                          else self.adapters[variant][1]})
+
+    def _progress(self) -> Progress:
+        return Progress(TextColumn("[bold]generate[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), transient=False, console=Console(stderr=True),
+                        disable=not self.show_progress)
+
+
+@dataclass
+class _Pending:
+    """One ``generate`` call's bookkeeping: answers so far, cache keys, and what is left per variant."""
+
+    variants: list[str]
+    rendered: dict[str, str]
+    cache: GenerationCache
+    results: dict[tuple[str, str], Generation] = field(default_factory=dict)
+    keys: dict[tuple[str, str], str] = field(default_factory=dict)
+    todo: dict[str, list[Item]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.todo = {v: [] for v in self.variants}
+
+    @property
+    def n_todo(self) -> int:
+        return sum(len(v) for v in self.todo.values())
+
+    def ordered(self, requests: list[Request]) -> list[Generation]:
+        return [self.results[(r.item.id, r.variant)] for r in requests]
+
+
+class HFBackend(CachedBackend):
     """transformers + peft generation on CPU (or one GPU), fp32 by default.
 
     One base load serves every variant: the base (adapters disabled) and each
@@ -173,28 +304,10 @@ class HFBackend:
                  dtype: str = "float32", cache: GenerationCache | None = None, base_digest: str = "",
                  mix_variants: bool = True, device: str = "auto"):
         import torch
-        from transformers import AutoTokenizer
-        from transformers.utils import logging as hf_logging
 
-        hf_logging.disable_progress_bar()
-        t0 = time.perf_counter()
+        super().__init__(base_path, adapters, dtype, cache, base_digest, batch_size)
         self.torch = torch
-        #: rich progress bar on stderr while generating (the CLI's --quiet turns it off)
-        self.show_progress = True
-        self.base_path, self.dtype = Path(base_path), dtype
         self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
-        self.adapters = {v: (Path(p), d) for v, (p, d) in (adapters or {}).items()}
-        if "base" in self.adapters:
-            raise ValueError("'base' is the name of the base variant, not of an adapter")
-        self.tokenizer = AutoTokenizer.from_pretrained(str(base_path))
-        self.tokenizer.padding_side = "left"
-        if self.tokenizer.pad_token is None:
-            self.tokenizer.pad_token = self.tokenizer.eos_token
-        self._model = None
-        self.stats = GenerationStats(self.name, load_s=time.perf_counter() - t0, batch_size=batch_size)
-        self.batch_size = batch_size
-        self.cache = cache if cache is not None else GenerationCache(None)
-        self.base_digest = base_digest
         #: variant → its weights hold DoRA magnitudes (loaded as DoRA whatever use_dora says)
         self.dora = {v: _holds_dora(p) for v, (p, _) in self.adapters.items()}
         #: put rows of several variants in one generate call (peft mixed-adapter batches; not with
@@ -223,26 +336,11 @@ class HFBackend:
             self.stats.load_s += time.perf_counter() - t0
         return self._model
 
-    @property
-    def model_loaded(self) -> bool:
-        return self._model is not None
-
     def settings(self) -> dict:
         """Generation settings and backend versions: part of every cache key."""
-        from importlib import metadata
-
-        versions = {}
-        for pkg in ("torch", "transformers", "peft"):
-            try:
-                versions[pkg] = metadata.version(pkg)
-            except metadata.PackageNotFoundError:
-                versions[pkg] = None
+        versions = self._versions(("torch", "transformers", "peft"))
         return {"backend": self.name, "device": self.device.split(":")[0], "decoding": "greedy", "dtype": self.dtype,
                 "batch_size": self.batch_size, "mixed_variants": self.mix_variants, "versions": versions}
-
-    def render(self, item: Item) -> str:
-        """The exact prompt string the model sees (chat template applied)."""
-        return self.tokenizer.apply_chat_template(list(item.messages), tokenize=False, add_generation_prompt=True)
 
     def _generate_batch(self, prompts: list[str], max_new_tokens: int,
                         adapter_names: list[str] | None = None) -> list[tuple[str, int]]:
@@ -256,15 +354,7 @@ class HFBackend:
                 pad_token_id=self.tokenizer.pad_token_id, **extra,
             )
         new = out[:, enc["input_ids"].shape[1]:]
-        eos = self.tokenizer.eos_token_id
-        results = []
-        for row in new.tolist():
-            n = len(row)
-            if eos in row:
-                n = row.index(eos) + 1
-            text = self.tokenizer.decode(row[:n], skip_special_tokens=True)
-            results.append((text, n))
-        return results
+        return [self._decode(row) for row in new.tolist()]
 
     def _generate_rows(self, rows: list[tuple[Item, str]], prompts: list[str]) -> list[tuple[str, int]]:
         """Generate one batch whose rows may belong to different variants.
@@ -331,58 +421,27 @@ class HFBackend:
         Raises:
             ValueError: an ``adapter`` request was given but no adapter is loaded.
         """
-        variants = sorted({r.variant for r in requests}, key=lambda v: (v != "base", v))
-        unknown = [v for v in variants if v != "base" and v not in self.adapters]
-        if unknown:
-            raise ValueError(f"no adapter loaded for variant {unknown[0]!r}")
-        items = list({r.item.id: r.item for r in requests}.values())
-        rendered = {it.id: self.render(it) for it in items}
-        self.rendered = rendered
-        cache = self.cache if use_cache else GenerationCache(None)
-        settings = self.settings()
-        results: dict[tuple[str, str], Generation] = {}
-        keys: dict[tuple[str, str], str] = {}
-        todo: dict[str, list[Item]] = {v: [] for v in variants}
-        for r in requests:
-            if (r.item.id, r.variant) in keys:
-                continue
-            key = generation_key(base=self.base_digest,
-                                 adapter=None if r.variant == "base" else self.adapters[r.variant][1],
-                                 messages=r.item.messages, max_new_tokens=r.item.max_new_tokens,
-                                 rendered=rendered[r.item.id], settings=settings)
-            keys[(r.item.id, r.variant)] = key
-            hit = cache.get(key, r.variant)
-            if hit is not None:
-                results[(r.item.id, r.variant)] = Generation(r.item.id, r.variant, hit[0], hit[1])
-            else:
-                todo[r.variant].append(r.item)
-        n_todo = sum(len(v) for v in todo.values())
-        if n_todo == 0:
-            return [results[(r.item.id, r.variant)] for r in requests]
+        p = self._lookup(requests, use_cache)
+        variants, todo, rendered = p.variants, p.todo, p.rendered
+        if p.n_todo == 0:
+            return p.ordered(requests)
         # items with anything to generate; each batch carries every missing variant of its items,
         # so base and adapter answers of an item come from the same generate call (same padding)
         todo_items = list({it.id: it for v in variants for it in todo[v]}.values())
         missing = {v: {it.id for it in todo[v]} for v in variants}
         plen = {it.id: len(self.tokenizer(rendered[it.id], add_special_tokens=False)["input_ids"])
                 for it in todo_items}
-        about = {"base": self.base_digest, "backend": self.name}
         self.model  # load before the clock starts: generate_s is generation only
         t0 = time.perf_counter()
-        with Progress(TextColumn("[bold]generate[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), transient=False, console=Console(stderr=True),
-                      disable=not self.show_progress) as progress:
+        with self._progress() as progress:
             desc = ", ".join(f"{len(todo[v])} {v}" for v in variants if todo[v])
-            task = progress.add_task(f"hf · {desc}", total=n_todo)
+            task = progress.add_task(f"hf · {desc}", total=p.n_todo)
             size = self._batch_size_for(plen, sum(1 for v in variants if missing[v]))
             for batch in _batches(todo_items, size, plen, split_small):
                 rows = [(it, v) for v in variants for it in batch if it.id in missing[v]]
                 outs = self._generate_rows(rows, [rendered[it.id] for it, _ in rows])
                 for (it, variant), (text, n) in zip(rows, outs):
-                    results[(it.id, variant)] = Generation(it.id, variant, text, n)
-                    self.stats.new_tokens[variant] = self.stats.new_tokens.get(variant, 0) + n
-                    self.stats.generated[variant] = self.stats.generated.get(variant, 0) + 1
-                    cache.put(keys[(it.id, variant)], text, n,
-                              about | {"adapter": None if variant == "base" else self.adapters[variant][1]})
+                    self._record(p, it, variant, text, n)
                 progress.advance(task, len(rows))
         self.stats.generate_s += time.perf_counter() - t0
-        return [results[(r.item.id, r.variant)] for r in requests]
+        return p.ordered(requests)

