@@ -115,12 +115,17 @@ def check_vllm_servable(weights: Path, cfg: dict[str, Any], tensors: list[Adapte
     """Refuse, before any model is loaded, an adapter vLLM cannot serve.
 
     Raises:
-        AuditInputError: one line naming what vLLM refuses and pointing to ``--backend hf``.
+        AuditInputError: one line naming what vLLM refuses, pointing to ``--backend hf``
+            where that backend can audit it (DoRA, LoRA on ``lm_head``).
     """
     what = vllm_unsupported(cfg, tensors)
     if what:
-        raise AuditInputError(weights, f"vLLM cannot serve an adapter with {what}; "
-                                       "run the audit with --backend hf (transformers + peft) instead")
+        # the hf backend audits DoRA and LoRA on lm_head; full module copies, biases and
+        # embedding LoRA are refused by inspection on every backend (auditor.inspection)
+        hf_can = what.startswith("DoRA") or what.endswith("(lm_head)")
+        raise AuditInputError(weights, f"vLLM cannot serve an adapter with {what}; " + (
+            "run the audit with --backend hf (transformers + peft) instead" if hf_can
+            else "no backend of this version audits it yet"))
 
 
 def vllm_lora_ranks() -> tuple[int, ...]:

@@ -81,6 +81,9 @@ REFUSED = {
              "bias"),
 }
 
+#: what the hf backend audits although vLLM cannot serve it
+HF_CAN = {"dora_magnitudes", "lm_head_lora"}
+
 
 @pytest.mark.parametrize("kind", sorted(REFUSED))
 def test_what_vllm_cannot_serve_is_named(kind, tmp_path):
@@ -89,7 +92,10 @@ def test_what_vllm_cannot_serve_is_named(kind, tmp_path):
     assert phrase in vllm_unsupported(cfg, tensors)
     with pytest.raises(AuditInputError) as e:
         check_vllm_servable(weights, cfg, tensors)
-    assert e.value.one_line().startswith(f"{weights}: vLLM cannot serve") and "--backend hf" in e.value.one_line()
+    assert e.value.one_line().startswith(f"{weights}: vLLM cannot serve")
+    # pointed to --backend hf only where hf audits it; inspection refuses the rest on every backend
+    hint = "--backend hf" if kind in HF_CAN else "no backend of this version audits it yet"
+    assert hint in e.value.one_line()
     _, weights, cfg, tensors = preflight_adapter(MATH)
     assert vllm_unsupported(cfg, tensors) is None
     check_vllm_servable(weights, cfg, tensors)
@@ -100,14 +106,13 @@ def test_what_vllm_cannot_serve_is_named(kind, tmp_path):
 def test_backend_vllm_refuses_before_loading(kind, tmp_path):
     make, phrase = REFUSED[kind]
     adapter = make(tmp_path / kind)
-    t0 = time.perf_counter()
     r = _audit([adapter, "--backend", "vllm", "--out", tmp_path / "out"])
     assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
-    assert "vLLM cannot serve" in lines[0] and phrase in lines[0] and "--backend hf" in lines[0]
-    assert "Traceback" not in r.stderr and not (tmp_path / "out").exists()
-    assert time.perf_counter() - t0 < 60  # no model, no engine
+    assert "vLLM cannot serve" in lines[0] and phrase in lines[0]
+    assert ("--backend hf" in lines[0]) == (kind in HF_CAN)
+    assert "Traceback" not in r.stderr and not (tmp_path / "out").exists()  # refused before any model or engine
 
 
 # --- engine settings (no engine) -------------------------------------------------------------------------------
