@@ -24,6 +24,7 @@ from .cache import GenerationCache, adapter_digest, folder_digest
 from .compare import StatsSettings, compare_metrics, drift_score
 from .errors import AuditInputError
 from .generate import HFBackend
+from .generate_openai import OpenAIBackend
 from .generate_vllm import VLLMBackend, check_vllm_servable, choose_backend, vllm_unsupported
 from .inspection import inspect_adapter, preflight_adapter
 from .judge import judge, load_policy
@@ -74,6 +75,12 @@ class AuditOptions:
     backend: str = "auto"
     #: further ``vllm.LLM`` keyword arguments (``--vllm-arg KEY=VALUE``)
     vllm_args: dict[str, Any] = field(default_factory=dict)
+    #: ``--backend openai``: the server's API root, the base's served name, the adapters' served
+    #: names (in the order of the adapters, then --baseline), requests in flight at once
+    endpoint: str | None = None
+    served_base: str | None = None
+    served_adapters: tuple[str, ...] = ()
+    concurrency: int = 8
 
 
 def _noise_floor(backend: HFBackend, suite: Any, generations: list, scores: list, items: dict,
@@ -146,6 +153,11 @@ def run_audits(opts: AuditOptions, adapters: tuple[str, ...], log: Any = print) 
     given = tuple(str(hub_refs[a].path) if a in hub_refs else a for a in given)
     hub_of = {str(ref.path): ref.as_dict() for ref in hub_refs.values()}
     backend_name, backend_reason = choose_backend(opts.backend)
+    if backend_name == "openai" and not opts.endpoint:
+        raise AuditInputError("--backend openai", "needs --endpoint URL (the server's API root, e.g. "
+                                                  "http://127.0.0.1:8000/v1)")
+    if len(opts.served_adapters) > len(given):
+        raise AuditInputError("--served-adapter", f"{len(opts.served_adapters)} names for {len(given)} adapters")
     for a in given:
         _, weights, cfg, tensors = preflight_adapter(a)
         if backend_name == "vllm" and opts.backend == "auto" and (what := vllm_unsupported(cfg, tensors)):
@@ -188,8 +200,13 @@ def run_audits(opts: AuditOptions, adapters: tuple[str, ...], log: Any = print) 
     base_digest = folder_digest(base.path)
     by_variant = {v: (Path(i.path), d) for v, i, d in zip(variants, infos, digests)}
     log(f"backend: {backend_name} ({backend_reason})")
-    backend: HFBackend | VLLMBackend
-    if backend_name == "vllm":
+    backend: HFBackend | VLLMBackend | OpenAIBackend
+    if backend_name == "openai":
+        backend = OpenAIBackend(base.path, by_variant, endpoint=opts.endpoint, served_base=opts.served_base,
+                                served_names=dict(zip(variants, opts.served_adapters)),
+                                concurrency=opts.concurrency, cache=cache, base_digest=base_digest,
+                                base_name=base.name)
+    elif backend_name == "vllm":
         backend = VLLMBackend(base.path, by_variant, max_rank=max(i.max_rank for i in infos), dtype=opts.dtype,
                               cache=cache, base_digest=base_digest, engine_args=opts.vllm_args)
     else:
@@ -319,6 +336,7 @@ def _one_result(opts: AuditOptions, shared: dict[str, Any], adapter: Any, adapte
             "cache": _cache_stats_for(backend.cache.stats.as_dict(), variant),
             "adapters_in_run": shared["n_adapters"],
             **({"vllm": backend.run_info(variant)} if isinstance(backend, VLLMBackend) else {}),
+            **({"openai": backend.run_info()} if isinstance(backend, OpenAIBackend) else {}),
             "model_loaded": backend.model_loaded,
             "timings": {"load_s": round(stats.load_s, 3), "generate_s": round(stats.generate_s, 3),
                         "total_s": round(time.perf_counter() - shared["t_start"], 3)},

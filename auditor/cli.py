@@ -127,9 +127,21 @@ def _print_summary(results: dict) -> None:
               type=click.Path(exists=True, file_okay=False, dir_okay=True),
               help="Folder with local copies of the standard benchmark files (IFEval, GSM8K, XSTest, "
                    "MMLU-Redux) for suites that use them; without it they are fetched from the Hugging Face hub.")
-@click.option("--backend", type=click.Choice(["auto", "hf", "vllm"]), default="auto", show_default=True,
+@click.option("--backend", type=click.Choice(["auto", "hf", "vllm", "openai"]), default="auto", show_default=True,
               help="Generation backend: hf (transformers + peft), vllm (one vLLM engine, base and adapter requests "
-                   "in one generate call), or auto: vllm when it is installed and a GPU is present, else hf.")
+                   "in one generate call), openai (an OpenAI-compatible server, see --endpoint), or auto: vllm "
+                   "when it is installed and a GPU is present, else hf.")
+@click.option("--endpoint", default=None, metavar="URL",
+              help="--backend openai: the server's API root, e.g. http://127.0.0.1:8000/v1 "
+                   "(`vllm serve BASE --enable-lora --lora-modules NAME=PATH`); key from $OPENAI_API_KEY.")
+@click.option("--served-base", default=None, metavar="NAME",
+              help="--backend openai: the base's served model name (default: the one non-LoRA model the server "
+                   "lists, else the base's name).")
+@click.option("--served-adapter", "served_adapters", multiple=True, metavar="NAME",
+              help="--backend openai: an adapter's served name, in the order of the adapters (then --baseline); "
+                   "default: the served LoRA whose path is the adapter folder, else the folder's name.")
+@click.option("--concurrency", type=click.IntRange(1, 256), default=8, show_default=True,
+              help="--backend openai: requests in flight at once (each retried with backoff on failure).")
 @click.option("--dtype", type=click.Choice(["float32", "bfloat16", "float16"]), default="float32", show_default=True,
               help="Weights and activations dtype of either backend (float32 keeps greedy answers comparable "
                    "across backends).")
@@ -152,7 +164,8 @@ def _print_summary(results: dict) -> None:
 def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, suite: str, label: str | None, limit: int | None,
             capabilities: tuple[str, ...], out: Path, batch_size: int | str, noise_floor: bool, no_cache: bool,
             data_dir: str | None, quiet: bool, as_json: bool, fmt: str, baseline: str | None, backend: str,
-            dtype: str, vllm_args: tuple[str, ...]) -> None:
+            dtype: str, vllm_args: tuple[str, ...], endpoint: str | None, served_base: str | None,
+            served_adapters: tuple[str, ...], concurrency: int) -> None:
     """Audit ADAPTERS (PEFT adapter folders or their adapter_model.safetensors).
 
     Several adapters of the same base are audited against one base pass; each
@@ -170,7 +183,8 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
     opts = AuditOptions(adapter=adapters[0], base=base, policy=policy, suite=suite, label=label, limit=limit,
                         capabilities=capabilities, batch_size=batch_size, noise_floor=noise_floor, data_dir=data_dir,
                         cache=not no_cache, progress=not quiet, baseline=baseline, backend=backend, dtype=dtype,
-                        vllm_args=parse_engine_args(vllm_args))
+                        vllm_args=parse_engine_args(vllm_args), endpoint=endpoint, served_base=served_base,
+                        served_adapters=served_adapters, concurrency=concurrency)
     fmt = "json" if as_json else fmt
     # log lines carry markup of ours around escaped untrusted text; control characters go either way
     say = (lambda m: None) if quiet else (lambda m: console.print(strip_controls(m)))

@@ -78,6 +78,8 @@ def choose_backend(requested: str) -> tuple[str, str]:
     """
     if requested == "hf":
         return "hf", "--backend hf"
+    if requested == "openai":
+        return "openai", "--backend openai"
     if requested == "vllm":
         if not vllm_importable():
             raise AuditInputError("--backend", "vllm is not installed: pip install 'adapter-auditor[vllm]' "
