@@ -194,18 +194,14 @@ def _duplicate_key(node: yaml.Node | None) -> tuple[str, int] | None:
     return None
 
 
-def _non_finite(obj: Any, path: str = "") -> str | None:
+def _non_finite(obj: Any, path: tuple[Any, ...] = ()) -> tuple[Any, ...] | None:
     """Key path of the first NaN/inf number (JSON Schema's "number" admits them)."""
     if isinstance(obj, float) and not math.isfinite(obj):
-        return path or "(top level)"
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            if (hit := _non_finite(v, f"{path}.{k}" if path else str(k))):
-                return hit
-    if isinstance(obj, list):
-        for i, v in enumerate(obj):
-            if (hit := _non_finite(v, f"{path}.{i}")):
-                return hit
+        return path
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    for k, v in items:
+        if (hit := _non_finite(v, (*path, k))) is not None:
+            return hit
     return None
 
 
@@ -249,8 +245,10 @@ def load_policy(path: str | Path | None, metric_names: list[str], units: dict[st
     if dup:
         raise AuditInputError(p, f"line {dup[1]}: duplicate key {dup[0]!r}")
     bad = _non_finite(raw)
-    if bad:
-        raise AuditInputError(p, f"{bad}: limits must be finite numbers")
+    if bad is not None:
+        line = _line_of(node, list(bad))
+        raise AuditInputError(p, f"{'.'.join(map(str, bad)) or '(top level)'}{f' (line {line})' if line else ''}: "
+                                 "limits must be finite numbers")
     errors = sorted(jsonschema.Draft202012Validator(POLICY_SCHEMA).iter_errors(raw), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         e = errors[0]
