@@ -26,7 +26,7 @@ from .errors import AuditInputError
 from .generate import HFBackend
 from .generate_openai import OpenAIBackend
 from .generate_vllm import VLLMBackend, check_vllm_servable, choose_backend, vllm_unsupported
-from .inspection import inspect_adapter, preflight_adapter
+from .inspection import bin_adapter_file, convert_bin_adapter, inspect_adapter, preflight_adapter
 from .judge import judge, load_policy
 from .models import resolve_base
 from .plan import load_suite, plan_requests, preset_metric_units
@@ -81,6 +81,10 @@ class AuditOptions:
     served_base: str | None = None
     served_adapters: tuple[str, ...] = ()
     concurrency: int = 8
+    #: ``--allow-bin``: convert a pickle ``adapter_model.bin`` (torch.load weights_only=True) and audit that
+    allow_bin: bool = False
+    #: ``--max-adapter-size``: the largest adapter weights file accepted (None: $AUDITOR_MAX_ADAPTER_SIZE or 4 GiB)
+    max_adapter_bytes: int | None = None
 
 
 def _noise_floor(backend: HFBackend, suite: Any, generations: list, scores: list, items: dict,
@@ -152,6 +156,15 @@ def run_audits(opts: AuditOptions, adapters: tuple[str, ...], log: Any = print) 
     hub_refs = {a: hub.resolve(a, "adapter") for a in given if hub.looks_like_hub_id(a)}
     given = tuple(str(hub_refs[a].path) if a in hub_refs else a for a in given)
     hub_of = {str(ref.path): ref.as_dict() for ref in hub_refs.values()}
+    # --allow-bin: pickle adapters become safetensors ones in the cache (the user's folder is never written)
+    converted: dict[str, Path] = {}  # converted folder -> the user's .bin file
+    if opts.allow_bin:
+        from .cachedir import cache_dir
+
+        conv = {a: str(convert_bin_adapter(a, cache_dir(), opts.max_adapter_bytes))
+                for a in given if bin_adapter_file(a) is not None}
+        converted = {c: bin_adapter_file(a) for a, c in conv.items()}
+        given = tuple(conv.get(a, a) for a in given)
     backend_name, backend_reason = choose_backend(opts.backend)
     if backend_name == "openai" and not opts.endpoint:
         raise AuditInputError("--backend openai", "needs --endpoint URL (the server's API root, e.g. "
@@ -159,7 +172,7 @@ def run_audits(opts: AuditOptions, adapters: tuple[str, ...], log: Any = print) 
     if len(opts.served_adapters) > len(given):
         raise AuditInputError("--served-adapter", f"{len(opts.served_adapters)} names for {len(given)} adapters")
     for a in given:
-        _, weights, cfg, tensors = preflight_adapter(a)
+        _, weights, cfg, tensors = preflight_adapter(a, opts.max_adapter_bytes)
         if backend_name == "vllm" and opts.backend == "auto" and (what := vllm_unsupported(cfg, tensors)):
             backend_name, backend_reason = "hf", f"auto: vLLM cannot serve {what}, hf"
         if backend_name == "vllm":
@@ -175,7 +188,11 @@ def run_audits(opts: AuditOptions, adapters: tuple[str, ...], log: Any = print) 
         except PunktDataError as e:
             raise AuditInputError("nltk punkt_tab", str(e)) from None
     base = resolve_base(opts.base)
-    infos = [inspect_adapter(a, base.path, base.name) for a in given]
+    infos = [inspect_adapter(a, base.path, base.name, opts.max_adapter_bytes) for a in given]
+    for a, info in zip(given, infos):
+        if a in converted:
+            info.warnings.append(f"pickle adapter {converted[a]} loaded with torch.load(weights_only=True) "
+                                 f"(--allow-bin) and audited from its safetensors conversion in {a}")
     digests = [adapter_digest(i.sha256, Path(i.path) / "adapter_config.json") for i in infos]
     seen: dict[str, str] = {}
     for arg, d in zip(given, digests):  # named as the user gave them (folder or weights file)

@@ -161,11 +161,20 @@ def _print_summary(results: dict) -> None:
 @click.option("--baseline", default=None, type=click.Path(path_type=str),
               help="Release-checklist mode: also compare each adapter with this previously approved adapter, "
                    "judged by the policy's `baseline:` limits (rules 'vs previous release: ...').")
+@click.option("--allow-bin", is_flag=True,
+              help="Accept a pickle adapter_model.bin (refused by default): it is loaded with "
+                   "torch.load(weights_only=True), which loads tensors only and runs no code, converted to "
+                   "safetensors in the cache folder (the adapter folder is not written) and audited like any "
+                   "safetensors adapter.")
+@click.option("--max-adapter-size", "max_adapter_size", default=None, metavar="SIZE",
+              help="Refuse adapter weights files larger than SIZE (e.g. 500MB, 8GiB; default: "
+                   "$AUDITOR_MAX_ADAPTER_SIZE, else 4GiB).")
 def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, suite: str, label: str | None, limit: int | None,
             capabilities: tuple[str, ...], out: Path, batch_size: int | str, noise_floor: bool, no_cache: bool,
             data_dir: str | None, quiet: bool, as_json: bool, fmt: str, baseline: str | None, backend: str,
             dtype: str, vllm_args: tuple[str, ...], endpoint: str | None, served_base: str | None,
-            served_adapters: tuple[str, ...], concurrency: int) -> None:
+            served_adapters: tuple[str, ...], concurrency: int, allow_bin: bool,
+            max_adapter_size: str | None) -> None:
     """Audit ADAPTERS (PEFT adapter folders or their adapter_model.safetensors).
 
     Several adapters of the same base are audited against one base pass; each
@@ -174,6 +183,7 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
     """
     from .audit import AuditOptions, run_audits
     from .generate_vllm import parse_engine_args
+    from .inspection import parse_size
     from .report import check_out_dir, report_folder_names, write_index, write_reports
 
     folders = [out] if len(adapters) == 1 else [out / n for n in report_folder_names(list(adapters))]
@@ -184,7 +194,9 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
                         capabilities=capabilities, batch_size=batch_size, noise_floor=noise_floor, data_dir=data_dir,
                         cache=not no_cache, progress=not quiet, baseline=baseline, backend=backend, dtype=dtype,
                         vllm_args=parse_engine_args(vllm_args), endpoint=endpoint, served_base=served_base,
-                        served_adapters=served_adapters, concurrency=concurrency)
+                        served_adapters=served_adapters, concurrency=concurrency, allow_bin=allow_bin,
+                        max_adapter_bytes=None if max_adapter_size is None
+                        else parse_size(max_adapter_size, "--max-adapter-size"))
     fmt = "json" if as_json else fmt
     # log lines carry markup of ours around escaped untrusted text; control characters go either way
     say = (lambda m: None) if quiet else (lambda m: console.print(strip_controls(m)))

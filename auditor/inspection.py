@@ -14,8 +14,11 @@ can make it differ from ``r``).
 from __future__ import annotations
 
 import functools
+import itertools
 import json
+import os
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -62,29 +65,196 @@ _VOCAB_MODULES = ("lm_head", "embed_tokens", "wte", "embed_in", "embed_out")
 DORA_BACKENDS = "runs on the hf backend (transformers + peft); vLLM cannot serve DoRA adapters"
 
 
-def resolve_adapter_path(arg: str | Path) -> tuple[Path, Path]:
-    """Return ``(folder, weights_file)`` for a folder or weights-file argument.
+#: default limit on the size of an adapter's weights file (``--max-adapter-size`` /
+#: ``$AUDITOR_MAX_ADAPTER_SIZE``); a Llama-70B all-linear LoRA of rank 64 in float32 is about 3.3 GB
+DEFAULT_MAX_ADAPTER_BYTES = 4 * 1024 ** 3
+MAX_ADAPTER_SIZE_ENV = "AUDITOR_MAX_ADAPTER_SIZE"
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3, "t": 1024 ** 4,
+               "kb": 1000, "mb": 1000 ** 2, "gb": 1000 ** 3, "tb": 1000 ** 4,
+               "kib": 1024, "mib": 1024 ** 2, "gib": 1024 ** 3, "tib": 1024 ** 4}
+#: top-level entries of an adapter folder looked at for symbolic links (an adapter has a handful)
+MAX_FOLDER_ENTRIES = 10_000
+
+
+def parse_size(text: str, what: str) -> int:
+    """Bytes from ``"4GiB"``, ``"500MB"``, ``"1.5G"`` or ``"123"`` (K/M/G/T alone are binary).
 
     Raises:
-        AuditInputError: path missing, no safetensors weights, or only a
-            pickle ``.bin`` checkpoint (never loaded).
+        AuditInputError: naming ``what`` (the option or variable) when ``text`` is not a positive size.
+    """
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(text))
+    unit = m.group(2).lower() if m else ""
+    if not m or unit not in _SIZE_UNITS or float(m.group(1)) * _SIZE_UNITS[unit] < 1:
+        raise AuditInputError(what, f"{text!r} is not a size (e.g. 4GiB, 500MB, 1048576)")
+    return int(float(m.group(1)) * _SIZE_UNITS[unit])
+
+
+def max_adapter_bytes(limit: int | None = None) -> int:
+    """The adapter size limit: ``limit`` if given, else ``$AUDITOR_MAX_ADAPTER_SIZE``, else the default."""
+    if limit is not None:
+        return limit
+    env = os.environ.get(MAX_ADAPTER_SIZE_ENV)
+    return parse_size(env, MAX_ADAPTER_SIZE_ENV) if env else DEFAULT_MAX_ADAPTER_BYTES
+
+
+def _check_size(weights: Path, limit: int | None) -> None:
+    size, cap = weights.stat().st_size, max_adapter_bytes(limit)
+    if size > cap:
+        raise AuditInputError(weights, f"{size:,} bytes, over the adapter size limit of {cap:,} bytes "
+                                       f"(raise it with --max-adapter-size or ${MAX_ADAPTER_SIZE_ENV})")
+
+
+def check_folder_links(folder: Path) -> None:
+    """Refuse a symbolic link in the adapter folder that points outside it.
+
+    The auditor, peft and vLLM read the folder's top-level files; a link to
+    ``~/.ssh/id_rsa`` or ``/proc/self/environ`` named ``README.md`` or
+    ``adapter_model.safetensors`` would have them read (and show, hash or
+    cache) a file the adapter's author chose outside the adapter. Links inside
+    the folder are fine, and so are a Hugging Face hub snapshot's links into
+    its repository's ``blobs/`` folder.
+
+    Raises:
+        AuditInputError: naming the link and where it points.
+    """
+    root = folder.resolve()
+    allowed = [root]
+    if root.parent.name == "snapshots":  # ~/.cache/huggingface/hub/models--o--n/snapshots/<rev>/f -> ../../blobs/<sha>
+        allowed.append(root.parent.parent / "blobs")
+    try:
+        entries = list(itertools.islice(folder.iterdir(), MAX_FOLDER_ENTRIES))
+    except OSError as e:
+        raise AuditInputError(folder, f"cannot list the folder: {e.strerror or e}") from None
+    for entry in sorted(entries):
+        if not entry.is_symlink():
+            continue
+        try:
+            target = entry.resolve()
+        except (OSError, RuntimeError):  # a link loop (RuntimeError before Python 3.13)
+            raise AuditInputError(entry, "is a symbolic link that loops; refused") from None
+        if not any(target == a or a in target.parents for a in allowed):
+            raise AuditInputError(entry, f"is a symbolic link to {target}, outside the adapter folder; refused "
+                                         "(copy the file into the folder if it belongs to the adapter)")
+
+
+def resolve_adapter_path(arg: str | Path, max_bytes: int | None = None) -> tuple[Path, Path]:
+    """Return ``(folder, weights_file)`` for a folder or weights-file argument.
+
+    Args:
+        arg: the adapter folder or its ``adapter_model.safetensors``.
+        max_bytes: the largest weights file accepted (None: :func:`max_adapter_bytes`).
+
+    Raises:
+        AuditInputError: path missing, a folder without adapter files, no
+            safetensors weights, only a pickle ``.bin`` checkpoint (refused
+            unless converted with ``--allow-bin``, see :func:`convert_bin_adapter`),
+            a symbolic link pointing outside the folder, a weights file over
+            the size limit.
     """
     p = Path(arg).expanduser()
     if not p.exists():
         raise AuditInputError(p, "no such file or folder")
     if p.is_file():
         if p.suffix != ".safetensors":
-            raise AuditInputError(p, "adapter weights must be a .safetensors file (pickle checkpoints are refused)")
-        return p.parent, p
-    weights = p / WEIGHTS_NAME
-    if weights.is_file():
-        return p, weights
-    if (p / "adapter_model.bin").exists():
-        raise AuditInputError(p / "adapter_model.bin", "pickle .bin adapter refused; convert it to safetensors")
-    if (p / MLX_WEIGHTS_NAME).is_file():
-        raise AuditInputError(p, f"no {WEIGHTS_NAME}, but {MLX_WEIGHTS_NAME}: this looks like an MLX-LM adapter "
-                                 "folder, not a PEFT one; convert it to a PEFT LoRA adapter first")
-    raise AuditInputError(p, f"no {WEIGHTS_NAME} in this folder")
+            raise AuditInputError(p, "adapter weights must be a .safetensors file (pickle checkpoints are refused; "
+                                     f"{BIN_OPT_IN} for an adapter_model.bin)")
+        folder, weights = p.parent, p
+    else:
+        folder, weights = p, p / WEIGHTS_NAME
+    check_folder_links(folder)
+    if not weights.is_file():
+        if (p / BIN_NAME).exists():
+            raise AuditInputError(p / BIN_NAME, f"pickle .bin adapter refused; convert it to safetensors, or "
+                                                f"{BIN_OPT_IN}")
+        if (p / MLX_WEIGHTS_NAME).is_file():
+            raise AuditInputError(p, f"no {WEIGHTS_NAME}, but {MLX_WEIGHTS_NAME}: this looks like an MLX-LM adapter "
+                                     "folder, not a PEFT one; convert it to a PEFT LoRA adapter first")
+        if not (p / CONFIG_NAME).exists():
+            nested = sorted(c.parent.name for c in itertools.islice(p.glob(f"*/{WEIGHTS_NAME}"), 3))
+            raise AuditInputError(p, f"no adapter files in this folder (neither {WEIGHTS_NAME} nor {CONFIG_NAME})"
+                                     + (f"; its subfolders {', '.join(nested)} hold adapters: give one of them"
+                                        if nested else ""))
+        raise AuditInputError(p, f"no {WEIGHTS_NAME} in this folder")
+    _check_size(weights, max_bytes)
+    return folder, weights
+
+
+BIN_NAME = "adapter_model.bin"
+BIN_OPT_IN = "pass --allow-bin to load it with torch.load(weights_only=True) and convert it"
+
+
+def bin_adapter_file(arg: str | Path) -> Path | None:
+    """The ``adapter_model.bin`` that ``arg`` names (the file, or a folder holding it and no
+    ``adapter_model.safetensors``); None for anything else."""
+    p = Path(arg).expanduser()
+    if p.is_file() and p.suffix == ".bin":
+        return p
+    if p.is_dir() and not (p / WEIGHTS_NAME).exists() and (p / BIN_NAME).is_file():
+        return p / BIN_NAME
+    return None
+
+
+def convert_bin_adapter(arg: str | Path, cache_root: Path, max_bytes: int | None = None) -> Path:
+    """``--allow-bin``: turn a pickle ``adapter_model.bin`` adapter into a safetensors one.
+
+    The pickle is read with ``torch.load(weights_only=True)`` (PyTorch's restricted
+    unpickler: tensors and plain containers only, no code); anything it refuses is
+    an input fault. The tensors are written as ``adapter_model.safetensors`` next to
+    copies of ``adapter_config.json`` and ``README.md`` in a new folder under
+    ``cache_root/converted-adapters/`` (keyed by the two files' sha256), never in the
+    user's folder; that folder is then audited like any safetensors adapter.
+
+    Returns:
+        the converted adapter folder.
+
+    Raises:
+        AuditInputError: the symbolic-link and size checks of
+            :func:`resolve_adapter_path`, a pickle ``weights_only`` refuses, or
+            content that is not a flat name → tensor mapping.
+    """
+    import hashlib
+
+    import torch
+    from safetensors.torch import save_file
+
+    from .cachedir import atomic_dir
+
+    src = bin_adapter_file(arg)
+    if src is None:
+        raise AuditInputError(arg, f"no {BIN_NAME} here to convert")
+    folder = src.parent
+    check_folder_links(folder)
+    _check_size(src, max_bytes)
+    cfg_path = folder / CONFIG_NAME
+    key = hashlib.sha256(sha256_file(src).encode()
+                         + (cfg_path.read_bytes() if cfg_path.is_file() else b"")).hexdigest()[:32]
+    final = cache_root / "converted-adapters" / key
+    try:
+        with warnings.catch_warnings():  # e.g. "Detected pickle protocol 4": stderr carries one line only
+            warnings.simplefilter("ignore")
+            state = torch.load(src, map_location="cpu", weights_only=True)
+    except Exception as e:  # UnpicklingError (a global weights_only does not allow), zip/EOF errors, ...
+        # torch's message wraps the reason in boilerplate that suggests weights_only=False; keep the reason
+        boiler = ("Weights only load failed", "Please file an issue", "Check the documentation")
+        why = next((line.strip() for line in str(e).splitlines() if line.strip() and not line.startswith(boiler)),
+                   type(e).__name__)
+        raise AuditInputError(src, f"refused by torch.load(weights_only=True), which loads tensors only and runs "
+                                   f"no code: {why[:240]}") from None
+    if not isinstance(state, dict) or not state or not all(
+            isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()):
+        raise AuditInputError(src, "not a flat mapping of tensor names to tensors "
+                                   "(what PEFT saves as adapter_model.bin)")
+    with atomic_dir(final) as tmp:
+        if tmp is not None:
+            try:
+                save_file({k: v.detach().clone().contiguous() for k, v in state.items()}, str(tmp / WEIGHTS_NAME))
+            except Exception as e:  # sparse, quantized or otherwise unusual tensors safetensors cannot hold
+                raise AuditInputError(src, f"its tensors cannot be written as safetensors: "
+                                           f"{' '.join(str(e).split())[:240]}") from None
+            for name in (CONFIG_NAME, "README.md"):
+                if (folder / name).is_file():
+                    (tmp / name).write_bytes((folder / name).read_bytes())
+    return final
 
 
 def _read_config(folder: Path) -> dict[str, Any]:
@@ -101,6 +271,11 @@ def _read_config(folder: Path) -> dict[str, Any]:
     for key in ("r", "target_modules"):
         if key not in cfg:
             raise AuditInputError(cfg_path, f"missing required key {key!r}")
+    task = cfg.get("task_type")
+    if isinstance(task, str) and task != "CAUSAL_LM":
+        raise AuditInputError(cfg_path, f"task_type is {task!r}{_TASK_KINDS.get(task, '')}, not a causal language "
+                                        "model (CAUSAL_LM): the auditor compares generated answers, so only causal-LM "
+                                        "adapters can be audited")
     errors = sorted(jsonschema.Draft202012Validator(LORA_CONFIG_SCHEMA).iter_errors(cfg), key=lambda e: str(e.path))
     if errors:
         listed = "; ".join(f"{'.'.join(map(str, e.absolute_path)) or '(top)'}: {e.message}" for e in errors[:5])
@@ -117,6 +292,18 @@ def _read_config(folder: Path) -> dict[str, Any]:
             except re.error as e:
                 raise AuditInputError(cfg_path, f"{key} key {pattern!r} is not a valid regex: {e}") from None
     return cfg
+
+
+_TASK_KINDS = {"SEQ_CLS": " (sequence classification, with a classifier head)",
+               "TOKEN_CLS": " (token classification)", "QUESTION_ANS": " (extractive question answering)",
+               "SEQ_2_SEQ_LM": " (an encoder-decoder model)", "FEATURE_EXTRACTION": " (embeddings)"}
+#: module names of other architectures' linear layers (named when an adapter targets them on a base without them)
+_FOREIGN_MODULES = {"c_attn": "GPT-2", "c_proj": "GPT-2", "c_fc": "GPT-2", "query_key_value": "GPT-NeoX/Falcon/BLOOM",
+                    "dense_h_to_4h": "GPT-NeoX/Falcon/BLOOM", "dense_4h_to_h": "GPT-NeoX/Falcon/BLOOM",
+                    "Wqkv": "MPT/Phi-2", "W_pack": "Baichuan", "qkv_proj": "Phi-3", "query": "BERT",
+                    "key": "BERT", "value": "BERT", "fc1": "OPT/Phi", "fc2": "OPT/Phi", "out_proj": "OPT"}
+#: output heads of non-causal task models (a ``modules_to_save`` copy of one means another task)
+_CLASSIFIER_HEADS = ("score", "classifier", "qa_outputs", "pooler")
 
 
 def _config_kind_hint(cfg: dict[str, Any]) -> str:
@@ -309,7 +496,8 @@ def read_model_card_label(folder: Path) -> str | None:
     return None
 
 
-def preflight_adapter(arg: str | Path) -> tuple[Path, Path, dict[str, Any], list[AdapterTensor]]:
+def preflight_adapter(arg: str | Path, max_bytes: int | None = None
+                      ) -> tuple[Path, Path, dict[str, Any], list[AdapterTensor]]:
     """Checks that need no base model: path, config, weight-file kind and header.
 
     Returns ``(folder, weights_file, config, tensors)``. Run first, so a broken
@@ -318,7 +506,7 @@ def preflight_adapter(arg: str | Path) -> tuple[Path, Path, dict[str, Any], list
     Raises:
         AuditInputError: as for :func:`inspect_adapter`.
     """
-    folder, weights = resolve_adapter_path(arg)
+    folder, weights = resolve_adapter_path(arg, max_bytes)
     cfg = _read_config(folder)
     _check_magic(weights)
     return folder, weights, cfg, _read_tensors(weights)
@@ -422,8 +610,12 @@ def _check_names_match(weights: Path, tensors: list[AdapterTensor], lora: dict, 
     first = unmatched[0][1]
     msg = (f"{ok} of {len(tensors)} tensors match a module of the base ({base_name}), e.g. {unmatched[0][0]} "
            f"names no module of it; PEFT would silently ignore the unmatched ones")
+    heads = sorted({m.rsplit(".", 1)[-1] for _, m, lin in unmatched if not lin} & set(_CLASSIFIER_HEADS))
     fix = _prefix_fix(first, list(base_shapes) if unmatched[0][2] else list(weight_shapes))
-    if fix:
+    if heads:
+        msg += (f"; {', '.join(heads)} is a classification head: the adapter is for a sequence-classification "
+                "model (task_type SEQ_CLS), not a causal language model, and cannot be audited")
+    elif fix:
         old, new = fix
         fixed = sum(matches(new + m[len(old):] if m.startswith(old) else m, lin) for _, m, lin in owners)
         if fixed > ok:
@@ -486,13 +678,54 @@ def _check_dora(weights: Path, lora: dict, magnitudes: dict[str, AdapterTensor],
     return True
 
 
-def inspect_adapter(arg: str | Path, base_path: Path, base_name: str) -> AdapterInfo:
+def _is_local_path(declared: str) -> bool:
+    """``base_model_name_or_path`` names a folder (on the machine the adapter was trained on), not a hub id."""
+    return declared.startswith(("/", "~", "./", "../", "\\")) or "\\" in declared \
+        or re.match(r"^[A-Za-z]:[\\/]", declared) is not None
+
+
+def _same_model(declared: str, base_name: str) -> bool:
+    """The declared base names the audited one (a local folder counts by its folder name)."""
+    d, b = declared.rstrip("/\\").lower(), base_name.rstrip("/\\").lower()
+    if _is_local_path(declared):
+        return re.split(r"[/\\]", d)[-1] == re.split(r"[/\\]", b)[-1]
+    return d == b
+
+
+def _declared_base_warnings(declared: str, base_name: str) -> list[str]:
+    """Warnings about ``base_model_name_or_path`` once the tensor shapes fit the base: none, a folder
+    on another machine, or another model. Only another model counts as a base mismatch (the
+    policy's ``on_base_mismatch``: its warnings say "declares base")."""
+    if not declared:
+        return [f"adapter_config.json declares no base_model_name_or_path; audited on {base_name!r} "
+                "(tensor shapes are compatible)"]
+    local = " (a local folder on the machine it was trained on)" if _is_local_path(declared) else ""
+    if _same_model(declared, base_name):
+        if local and declared.rstrip("/").lower() != base_name.rstrip("/").lower():
+            return [f"adapter_config.json's base_model_name_or_path {declared!r} is a local folder on the machine "
+                    f"it was trained on; its name matches the audited base {base_name!r} (tensor shapes are "
+                    "compatible)"]
+        return []
+    return [f"adapter declares base {declared!r}{local} but is audited on {base_name!r} "
+            "(tensor shapes are compatible)"]
+
+
+def _declared_hint(cfg: dict[str, Any], base_name: str) -> str:
+    """For an error about a base that does not fit: the base the adapter declares, if another."""
+    declared = str(cfg.get("base_model_name_or_path") or "")
+    if not declared or _same_model(declared, base_name):
+        return ""
+    return f"; the adapter declares base {declared!r}: audit it on that base (--base)"
+
+
+def inspect_adapter(arg: str | Path, base_path: Path, base_name: str, max_bytes: int | None = None) -> AdapterInfo:
     """Inspect an adapter against a base model.
 
     Args:
         arg: adapter folder or its ``adapter_model.safetensors``.
         base_path: local folder of the base model (only ``config.json`` is read).
         base_name: the audited base's name, compared with the declared base.
+        max_bytes: the largest weights file accepted (None: :func:`max_adapter_bytes`).
 
     Returns:
         AdapterInfo with real per-module ranks and warnings.
@@ -506,7 +739,7 @@ def inspect_adapter(arg: str | Path, base_path: Path, base_name: str) -> Adapter
             ``lm_head``/``embed_tokens`` copy of another vocabulary size,
             partial or misshapen DoRA magnitudes.
     """
-    folder, weights, cfg, tensors = preflight_adapter(arg)
+    folder, weights, cfg, tensors = preflight_adapter(arg, max_bytes)
     base_shapes = base_linear_shapes(base_path)
     base_modules = list(base_shapes)
 
@@ -520,10 +753,14 @@ def inspect_adapter(arg: str | Path, base_path: Path, base_name: str) -> Adapter
     elif isinstance(targets, list) and all(isinstance(t, str) for t in targets) and targets:
         missing = [t for t in targets if not _target_present(t, base_modules)]
         if missing:
+            foreign = sorted({_FOREIGN_MODULES[t] for t in missing if t in _FOREIGN_MODULES})
             raise AuditInputError(
                 folder / CONFIG_NAME,
                 f"target modules {missing} do not exist in the base ({base_name}); "
-                f"its linear modules end in {sorted({m.rsplit('.', 1)[-1] for m in base_modules})}",
+                f"its linear modules end in {sorted({m.rsplit('.', 1)[-1] for m in base_modules})}"
+                + (f"; {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} {' or '.join(foreign)} module "
+                   "names: the adapter was trained for another architecture" if foreign else "")
+                + _declared_hint(cfg, base_name),
             )
         target_list = list(targets)
     else:
@@ -543,7 +780,7 @@ def inspect_adapter(arg: str | Path, base_path: Path, base_name: str) -> Adapter
             raise AuditInputError(
                 weights,
                 f"shapes of {name} do not fit the base: lora_A {list(a)}, lora_B {list(b)}, "
-                f"base layer in={in_f} out={out_f}",
+                f"base layer in={in_f} out={out_f}{_declared_hint(cfg, base_name)}",
             )
         if not _targeted(name, targets):
             raise AuditInputError(weights, f"tensors for {name}, which target_modules does not name; "
@@ -571,12 +808,7 @@ def inspect_adapter(arg: str | Path, base_path: Path, base_name: str) -> Adapter
             f"{'hold' if dora else 'hold no'} lora_magnitude_vector tensors; audited as "
             f"{'DoRA' if dora else 'plain LoRA'} (the tensors decide)")
     declared = str(cfg.get("base_model_name_or_path") or "")
-    if not declared:
-        warnings.append("adapter_config.json declares no base_model_name_or_path")
-    elif declared.rstrip("/").lower() != base_name.rstrip("/").lower():
-        warnings.append(
-            f"adapter declares base {declared!r} but is audited on {base_name!r} (tensor shapes are compatible)"
-        )
+    warnings.extend(_declared_base_warnings(declared, base_name))
 
     return AdapterInfo(
         path=str(folder),

@@ -140,7 +140,7 @@ def test_nominal_label_from_model_card(tmp_path):
     ({"lora_alpha": [16]}, "invalid LoRA config: lora_alpha"),
     ({"target_modules": "(q_proj"}, "not a valid regex"),
     ({"peft_type": "lora"}, "only LORA"),
-    ({"task_type": "SEQ_CLS"}, "invalid LoRA config: task_type"),
+    ({"task_type": "SEQ_CLS"}, "task_type is 'SEQ_CLS' (sequence classification, with a classifier head)"),
 ])
 def test_config_values_peft_would_reject(tmp_path, patch, needle):
     a = write_adapter(tmp_path / "a", config=patch)
