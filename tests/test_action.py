@@ -558,7 +558,7 @@ def test_the_job_fails_with_the_verdict_and_passes_with_it(tmp_path):
     restore, save = run.step("Restore the auditor's cache"), run.step("Save the auditor's cache")
     assert save["outcome"] == "success" and save["with"] == restore["with"]  # saved although the job failed
     assert run.summary.startswith("# adapter-auditor: 2 of 2 adapters fail")
-    assert run.summary.count("adapter-auditor: FAIL") == 2 and "`arith`" in run.summary and "`terse`" in run.summary
+    assert run.summary.count("adapter-auditor: FAIL") == 2 and "**arith**" in run.summary and "**terse**" in run.summary
     assert "artifact `adapter-audit-report`" in run.summary
     report = Path(run.outputs["report-dir"])
     assert (report / "index.html").is_file() and (report / "terse" / "summary.md").is_file()
