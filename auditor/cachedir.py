@@ -18,16 +18,26 @@ from typing import Iterator
 
 from filelock import FileLock
 
+from .errors import AuditInputError
+
 
 def cache_dir() -> Path:
-    """Return the cache root (created if missing)."""
+    """Return the cache root (created if missing).
+
+    Raises:
+        AuditInputError: it cannot be created (a file in the way, no permission).
+    """
     env = os.environ.get("AUDITOR_CACHE_DIR")
     if env:
         root = Path(env).expanduser()
     else:
         xdg = os.environ.get("XDG_CACHE_HOME")
         root = (Path(xdg) if xdg else Path.home() / ".cache") / "adapter-auditor"
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise AuditInputError(root, f"cannot be the auditor's cache folder ({e.strerror or e}); "
+                                    "set AUDITOR_CACHE_DIR to a writable folder") from None
     return root
 
 

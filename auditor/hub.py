@@ -75,12 +75,14 @@ def resolve(arg: str, kind: str) -> HubRef:
     except GatedRepoError:
         raise AuditInputError(arg, "gated hub repository: accept its terms and log in (`hf auth login`)") from None
     except RepositoryNotFoundError:
-        raise AuditInputError(arg, "no such hub repository (or it is private: log in with `hf auth login`)") from None
+        raise AuditInputError(arg, "no such local file or folder, and no such hub repository (or it is private: "
+                                   "log in with `hf auth login`)") from None
     except RevisionNotFoundError:
         raise AuditInputError(arg, f"the hub repository has no revision {rev!r}") from None
     except (LocalEntryNotFoundError, OfflineModeIsEnabled):
-        raise AuditInputError(arg, f"hub id not in the local Hugging Face cache at revision {rev!r}, and the hub "
-                                   "cannot be reached (HF_HUB_OFFLINE=1 or no network)") from None
+        raise AuditInputError(arg, f"no such local file or folder; as a hub id it is not in the local Hugging Face "
+                                   f"cache at revision {rev!r}, and the hub cannot be reached (HF_HUB_OFFLINE=1 "
+                                   "or no network)") from None
     except OSError as e:
         raise AuditInputError(arg, f"cannot fetch from the hub: {' '.join(str(e).split())[:160]}") from None
     return HubRef(repo, rev, path.name, path)

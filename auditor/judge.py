@@ -349,9 +349,19 @@ def _decide(pend: list[_Pending], stats_cfg: dict[str, Any]) -> None:
         o.outcome = {"pass": "pass", "fail": r.action, "inconclusive": stats_cfg["on_inconclusive"]}[o.decision]
         if o.decision == "inconclusive" and not r.too_few:
             o.reason += "; the interval crosses the margin: inconclusive"
+        elif r.too_few and o.n_items is not None and o.n_items >= stats_cfg["min_items"]:
+            o.reason += ("; its items are variants of a single question (one cluster): no interval, "
+                         "inconclusive")
         elif r.too_few:
             o.reason += (f"; only {o.n_items} item{'s' if o.n_items != 1 else ''} "
                          f"(policy min_items {stats_cfg['min_items']}): inconclusive")
+
+
+def _too_few(n_items: int, n_clusters: int, stats_cfg: dict[str, Any]) -> bool:
+    """Too little to decide on: fewer items than ``min_items``, or fewer than two
+    independent clusters (items that are variants of one question resample together,
+    so one cluster gives a zero-width bootstrap interval that says nothing)."""
+    return n_items < stats_cfg["min_items"] or (0 < n_clusters < 2)
 
 
 def _ci_text(ci: list[float] | None, what: str, conf: float) -> str:
@@ -407,7 +417,7 @@ def _limit_rules(limits: dict[str, dict[str, Any]], comparisons: list[MetricComp
             rules.append(o)
             pend.append(_Pending(o, mode, p_beyond, p_within,
                                  expanded_alpha(c.confidence, c.n_clusters) / 2, moved > limit + 1e-9,
-                                 c.n_items < stats_cfg["min_items"], lim.get("action", "fail")))
+                                 _too_few(c.n_items, c.n_clusters, stats_cfg), lim.get("action", "fail")))
 
 
 #: rule-name prefix of the limits judged against the previously approved adapter (``--baseline``)
@@ -471,7 +481,7 @@ def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResul
         p_beyond, p_within = _one_sided(drift.draws, limit)
         n_units = min(by[m].n_clusters for m in (drift.target_metric, *drift.off_target_metrics))
         pend.append(_Pending(o, mode, p_beyond, p_within, expanded_alpha(drift.confidence, n_units) / 2,
-                             drift.mismatch, o.n_items < stats_cfg["min_items"], d["on_label_mismatch"]))
+                             drift.mismatch, _too_few(o.n_items, n_units, stats_cfg), d["on_label_mismatch"]))
     _decide(pend, stats_cfg)
     for r in pend:
         if r.outcome.rule == "nominal label: DriftScore" and r.outcome.decision == "fail":

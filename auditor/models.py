@@ -102,6 +102,32 @@ def _convert_gguf(gguf: Path, out: Path) -> None:
     tok.save_pretrained(out)
 
 
+def _check_base_folder(path: Path) -> None:
+    """What a base folder needs before anything loads: safetensors weights and a
+    tokenizer with a chat template (the prompts are rendered with it).
+
+    Raises:
+        AuditInputError: naming what is missing.
+    """
+    if not any(path.glob("*.safetensors")):
+        pickled = sorted(p.name for p in path.glob("*.bin"))
+        raise AuditInputError(path, "no *.safetensors weights in the base folder"
+                                    + (f" (only pickle weights {', '.join(pickled[:3])}, which are never loaded)"
+                                       if pickled else ""))
+    if not any((path / f).is_file() for f in ("tokenizer.json", "tokenizer.model", "vocab.json")):
+        raise AuditInputError(path, "no tokenizer (tokenizer.json) in the base folder")
+    tok_cfg = path / "tokenizer_config.json"
+    has_template = (path / "chat_template.jinja").is_file() or (path / "chat_template.json").is_file()
+    if not has_template and tok_cfg.is_file():
+        try:
+            has_template = bool(json.loads(tok_cfg.read_text(encoding="utf-8")).get("chat_template"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+            raise AuditInputError(tok_cfg, "not a readable JSON object") from None
+    if not has_template:
+        raise AuditInputError(path, "the base's tokenizer has no chat template (chat_template.jinja or "
+                                    "tokenizer_config.json's chat_template): an instruction-tuned base is needed")
+
+
 def resolve_base(base: str | None) -> BaseModel:
     """Resolve ``--base`` to a loadable local folder.
 
@@ -130,10 +156,13 @@ def resolve_base(base: str | None) -> BaseModel:
     cfg = path / "config.json"
     if not cfg.is_file():
         raise AuditInputError(path, "no config.json: not a Hugging Face model folder")
-    try:
-        name = json.loads(cfg.read_text()).get("_name_or_path") or str(path)
-    except json.JSONDecodeError as e:
-        raise AuditInputError(cfg, f"invalid JSON ({e.msg} at line {e.lineno})") from None
+    from .inspection import read_json_strict
+
+    config = read_json_strict(cfg)
+    if not isinstance(config, dict):
+        raise AuditInputError(cfg, "must be a JSON object (a Hugging Face model config)")
+    _check_base_folder(path)
+    name = config.get("_name_or_path") or str(path)
     if ref:
         return BaseModel(ref.repo_id, path.resolve(), f"hub:{ref.repo_id}@{ref.revision}", folder_digest(path),
                          ref.as_dict())

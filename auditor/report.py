@@ -14,6 +14,7 @@ import functools
 import hashlib
 import json
 import re
+import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -66,8 +67,8 @@ def comparison_cells(c: dict[str, Any]) -> dict[str, str]:
     """
     frac = c.get("unit", "fraction") == "fraction"
     scale = 100.0 if frac else 1.0
-    ci = "—"
-    if c.get("ci_low") is not None and c.get("ci_high") is not None:
+    ci = "—"  # also for a single cluster, whose bootstrap interval has zero width and means nothing
+    if c.get("ci_low") is not None and c.get("ci_high") is not None and not 0 < c.get("n_clusters", 2) < 2:
         ci = f"[{c['ci_low'] + 0.0:+.1f}, {c['ci_high'] + 0.0:+.1f}]"
     disc = c.get("discordant") or {}
     return {
@@ -94,7 +95,7 @@ def _direction(c: dict[str, Any]) -> str:
     when its whole confidence interval of Δ lies on that side of zero; 'moved'
     for a count metric (words, tokens) whose interval excludes zero."""
     lo, hi = c.get("ci_low"), c.get("ci_high")
-    if lo is None or hi is None:
+    if lo is None or hi is None or 0 < c.get("n_clusters", 2) < 2:  # one cluster: no interval to speak of
         return "unclear"
     if c.get("unit", "fraction") != "fraction" and (hi < 0 or lo > 0):
         return "moved"  # a length in words or tokens moved: neither better nor worse by itself
@@ -465,12 +466,15 @@ def render_sarif(results: dict[str, Any]) -> str:
     return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
 
 
-def write_reports(results: dict[str, Any], out: Path) -> dict[str, Path]:
+def write_reports(results: dict[str, Any], out: Path, keep_results: bool = True) -> dict[str, Path]:
     """Write every output into ``out`` (atomically, file by file); return their paths.
 
-    results.json is written even when another output cannot be rendered, so a
-    long audit's results are never lost to a report fault (``audit report``
-    re-renders them later).
+    Everything is rendered in memory first, then written, so the folder never
+    mixes two runs. When an output cannot be rendered and ``keep_results`` is
+    true (an audit), results.json is still written, alone (the other report
+    files are removed), so a long audit's results are never lost to a report
+    fault (``audit report`` re-renders them later); ``audit report`` passes
+    False and leaves the folder as it was.
 
     Raises:
         AuditInputError: ``out`` cannot hold the reports, or the results cannot be rendered.
@@ -480,24 +484,34 @@ def write_reports(results: dict[str, Any], out: Path) -> dict[str, Path]:
         text = json.dumps(results, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
     except (TypeError, ValueError) as e:
         raise AuditInputError("results", f"cannot be written as JSON ({type(e).__name__}: {e})") from None
-    _atomic_write(out / "results.json", text)
     try:
         rendered = {
-        "results.json": text,
-        "report.html": render_html(results),
-        "summary.md": render_summary_md(results, f"{out.name or 'audit-report'}/report.html"),
-        "junit.xml": render_junit(results),
-        "results.sarif": render_sarif(results),
-        "checklist.md": render_checklist(results),
+            "results.json": text,
+            "report.html": render_html(results),
+            "summary.md": render_summary_md(results, f"{out.name or 'audit-report'}/report.html"),
+            "junit.xml": render_junit(results),
+            "results.sarif": render_sarif(results),
+            "checklist.md": render_checklist(results),
         }
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, jinja2.UndefinedError) as e:
+        if keep_results:
+            # an audit's results are never lost: results.json alone, no stale report beside it
+            for name in REPORT_FILES:
+                (out / name).unlink(missing_ok=True)
+            _write(out / "results.json", text)
         raise AuditInputError("results", f"incomplete or invalid results data ({type(e).__name__}: {e})") from None
-    paths = {"results.json": out / "results.json"}
+    paths = {}
     for name, body in rendered.items():
-        if name != "results.json":
-            _atomic_write(out / name, body)
+        _write(out / name, body)
         paths[name] = out / name
     return paths
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        _atomic_write(path, text)
+    except OSError as e:
+        raise AuditInputError(path, f"cannot be written ({e.strerror or type(e).__name__})") from None
 
 
 def report_folder_names(paths: list[str]) -> list[str]:
@@ -536,7 +550,8 @@ def check_out_dir(out: Path) -> None:
     """Refuse an output path that cannot hold the reports, before any work is done.
 
     Raises:
-        AuditInputError: ``out`` (or a parent) is a file, or a report name in it is a folder.
+        AuditInputError: ``out`` (or a parent) is a file, a report name in it is a
+            folder, or the folder cannot be created or written.
     """
     for p in (out, *out.parents):
         if p.exists() and not p.is_dir():
@@ -544,6 +559,14 @@ def check_out_dir(out: Path) -> None:
     for name in REPORT_FILES:
         if (out / name).is_dir():
             raise AuditInputError(out / name, "is a folder; the report file cannot be written")
+    # write a probe file into the nearest folder that exists, now rather than after a long
+    # audit (creating nothing: an audit refused for bad input leaves no empty --out behind)
+    here = next((p for p in (out, *out.parents) if p.exists()), Path("."))
+    try:
+        with tempfile.NamedTemporaryFile(dir=here, prefix=".auditor-write-check-"):
+            pass
+    except OSError as e:
+        raise AuditInputError(out, f"--out cannot be written in {here} ({e.strerror or type(e).__name__})") from None
 
 
 @functools.cache

@@ -580,4 +580,9 @@ def test_audit_command_passes_every_audit_input_through(monkeypatch):
     for option, value in (("--base", "models/base"), ("--policy", "gate.yaml"), ("--suite", "fast"),
                           ("--label", "math"), ("--baseline", "adapters/v1")):
         assert cmd[cmd.index(option) + 1] == value
-    assert cmd[-2:] == ["--limit", "5"] and "adapters/v2" in cmd
+    assert cmd[-4:] == ["--limit", "5", "--", "adapters/v2"]
+    # an adapter folder named like an option stays an adapter; quotes that do not close are a GateError
+    assert gha.audit_command(["-evil"], "out")[-2:] == ["--", "-evil"]
+    monkeypatch.setenv("GATE_ARGS", "--label 'x")
+    with pytest.raises(gha.GateError, match="input args: No closing quotation"):
+        gha.audit_command(["a"], "out")

@@ -185,3 +185,22 @@ def test_policy_without_baseline_section_uses_the_vs_base_limits(tmp_path):
     p.write_text("version: 1\nbaseline:\n  metrics:\n    math.nope: {max_drop_pts: 7}\n")
     with pytest.raises(AuditInputError, match=r"baseline.metrics.math.nope \(line 4\): unknown metric"):
         load_policy(p, METRICS)
+
+
+def test_a_single_cluster_is_inconclusive_not_certain(tmp_path):
+    """Items that are variants of one question resample together: one cluster gives a
+    zero-width interval, which must not decide a `confident` rule nor colour the report."""
+    import dataclasses
+
+    from auditor.report import _direction, comparison_cells
+
+    policy = load_policy(None, METRICS)
+    _, comps = _suite_and_comparisons(base_math=4, adapter_math=0, base_if=2, adapter_if=2)
+    one = [dataclasses.replace(c, n_items=30, n_clusters=1, ci_low=c.delta, ci_high=c.delta) for c in comps]
+    d = drift_score(one, "math", "card", "math.numeric_match", ["ifeval.prompt_level_strict_acc"], 15)
+    (r,) = [x for x in judge(policy, one, d, _adapter()).rules if x.rule == "math.numeric_match: max drop"]
+    assert r.decision == "inconclusive" and r.outcome == "warn" and "single question (one cluster)" in r.reason
+    plain = {"ci_low": -100.0, "ci_high": -100.0, "higher_is_better": True, "unit": "fraction", "n_clusters": 1,
+             "base": 1.0, "adapter": 0.0, "delta": -100.0}
+    assert _direction(plain) == "unclear" and comparison_cells(plain)["ci"] == "—"
+    assert _direction(dict(plain, n_clusters=5)) == "worse"

@@ -70,7 +70,7 @@ def test_base_hub_id_resolves_and_records_the_revision(hub_cache, base_model):
 
 
 @pytest.mark.parametrize("arg,needle", [
-    ("acme/not-cached", "hub id not in the local Hugging Face cache"),
+    ("acme/not-cached", "as a hub id it is not in the local Hugging Face cache"),
     ("acme/terse-adapter@v9", "not in the local Hugging Face cache at revision 'v9'"),
 ])
 def test_unresolvable_hub_ids_are_one_line_errors(hub_cache, arg, needle):

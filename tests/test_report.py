@@ -8,6 +8,7 @@ import io
 import json
 import re
 import subprocess
+from pathlib import Path
 import xml.etree.ElementTree as ET
 
 import jsonschema
@@ -251,3 +252,8 @@ def test_a_render_fault_never_loses_results_json(tmp_path, monkeypatch):
         write_reports(_results(), tmp_path / "out")
     assert load_results(tmp_path / "out" / "results.json") == _results()  # kept, and re-renderable
     assert not (tmp_path / "out" / "report.html").exists()
+
+
+def test_an_out_folder_that_cannot_be_written_is_refused_before_any_work(tmp_path):
+    with pytest.raises(AuditInputError, match="--out cannot be written in /proc"):
+        write_reports(_results(), Path("/proc/auditor-test/out"))
