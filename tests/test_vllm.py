@@ -272,8 +272,9 @@ def test_backend_vllm_end_to_end_applies_the_lora_in_one_mixed_call(vllm_and_hf_
           f"{hrun['timings']['load_s']:.0f} s, generate {hrun['timings']['generate_s']:.1f} s, {tok['hf']} tokens, "
           f"{tok['hf'] / max(hrun['timings']['generate_s'], 1e-9):.1f} tok/s)")
     assert same == {"base": n, "adapter": n}
-    # the hf audit ran after the vllm one in the same cache: cache keys differ per backend, nothing was reused
-    assert hrun["cache"]["hits"] == {} and run["cache"]["misses"] == {"base": n, "adapter": n}
+    # cache keys differ per backend: the vllm run reused none of the hf answers that earlier tests of the
+    # session may have cached for these items (the hf run may reuse them, so its hits are not asserted)
+    assert run["cache"]["misses"] == {"base": n, "adapter": n} and run["cache"]["hits"] == {}
     assert rh["run"]["backend"] == "hf" and rh["run"]["backend_reason"] in ("auto: no GPU, hf",
                                                                          "auto: vllm not installed, hf")
     html = (tmp / "vllm" / "report.html").read_text()
