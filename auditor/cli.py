@@ -70,27 +70,28 @@ def _t(x: object) -> str:
     return escape(strip_controls(str(x)))
 
 
-def _print_summary(results: dict) -> None:
-    t = Table(title="base → adapter (points for rates)", title_justify="left")
-    cols = ("group", "metric", "base", "adapter", "Δ", "95% CI", "p", "base-only/adapter-only")
+def _comparison_table(comparisons: list[dict], title: str, left: str, right: str, discordant: bool) -> Table:
+    """One rich table of comparisons (the same cells as the HTML and Markdown reports)."""
+    t = Table(title=title, title_justify="left")
+    cols = ["group", "metric", left, right, "Δ", "95% CI", "p"] + ([f"{left}-only/{right}-only"] if discordant else [])
     for col in cols:
         t.add_column(col, justify="left" if col in ("group", "metric") else "right")
-    for c in results["comparisons"]:
+    for c in comparisons:
         k = comparison_cells(c)
         unit = "" if k["unit"] == "points" else f" {_t(k['unit'])}"
         t.add_row(_t(c["group"]), _t(c["metric"]), k["base"], k["adapter"], k["delta"] + unit, k["ci"], k["p"],
-                  k["discordant"])
-    console.print(t)
+                  *([k["discordant"]] if discordant else []))
+    return t
+
+
+def _print_summary(results: dict) -> None:
+    console.print(_comparison_table(results["comparisons"], "base → adapter (points for rates)", "base", "adapter",
+                                    discordant=True))
     prev = results.get("baseline")
     if prev:
-        t = Table(title=f"previous release → candidate ({_t(prev['adapter']['path'])})", title_justify="left")
-        for col in ("group", "metric", "previous", "candidate", "Δ", "95% CI", "p"):
-            t.add_column(col, justify="left" if col in ("group", "metric") else "right")
-        for c in prev["comparisons"]:
-            k = comparison_cells(c)
-            unit = "" if k["unit"] == "points" else f" {_t(k['unit'])}"
-            t.add_row(_t(c["group"]), _t(c["metric"]), k["base"], k["adapter"], k["delta"] + unit, k["ci"], k["p"])
-        console.print(t)
+        console.print(_comparison_table(prev["comparisons"],
+                                        f"previous release → candidate ({_t(prev['adapter']['path'])})",
+                                        "previous", "candidate", discordant=False))
     d = results["drift"]
     if d["drift_score_pts"] is not None:
         console.print(f"nominal label [bold]{_t(d['label'])}[/] ({_t(d['label_source'])}): "

@@ -251,11 +251,6 @@ def item_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def worst_regressions(results: dict[str, Any], n: int = 8) -> list[dict[str, Any]]:
-    """The ``n`` items the adapter made worse on their capability's first metric, largest first."""
-    return [r for r in item_rows(results) if r["outcome"] == "regression"][:n]
-
-
 def adapter_card(results: dict[str, Any]) -> dict[str, Any]:
     """What the report's adapter card shows: rank summary (real ranks from the
     tensors, which ``rank_pattern`` can raise above ``r``), size in MiB, and
