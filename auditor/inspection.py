@@ -476,24 +476,49 @@ def read_model_card_label(folder: Path) -> str | None:
 
     None when the card has none, or when its front matter is not plain YAML
     within the first :data:`MAX_FRONT_MATTER_BYTES` (aliases, deep nesting and
-    broken YAML are ignored, not errors: the card is documentation).
+    broken YAML are ignored, not errors: the card is documentation; see
+    :func:`model_card_label` for the reason).
+    """
+    return model_card_label(folder)[0]
+
+
+def model_card_label(folder: Path) -> tuple[str | None, str | None]:
+    """(``nominal_label``, problem) from the adapter's README.md front matter.
+
+    ``problem`` is None when the card is absent, has no front matter, or has
+    a readable one; otherwise one line saying why no label could be taken
+    (broken YAML, an alias or token the safe reader refuses, a
+    ``nominal_label`` that is not a string). The audit goes on without a
+    label and shows the problem as an adapter warning.
     """
     card = folder / "README.md"
     if not card.is_file():
-        return None
+        return None, None
     with open(card, "rb") as f:  # front matter sits at the top; a card may be any size
         text = f.read(MAX_FRONT_MATTER_BYTES).decode("utf-8", errors="replace")
+    if not re.match(r"^---\s*\n", text):
+        return None, None
     m = re.match(r"^---\s*\n(.*?)\n---\s*(\n|$)", text, re.S)
+    why = "model card README.md: front matter ignored, no nominal label taken from it: "
     if not m:
-        return None
+        return None, why + f"no closing '---' within its first {MAX_FRONT_MATTER_BYTES} bytes"
     try:
         check_yaml_tokens(card, m.group(1), "a model card")
         meta = yaml.safe_load(m.group(1))
-    except (yaml.YAMLError, AuditInputError, RecursionError):
-        return None  # an unreadable card has no label; the audit goes on without one
-    if isinstance(meta, dict) and isinstance(meta.get("nominal_label"), str):
-        return meta["nominal_label"].strip() or None
-    return None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 2}" if mark is not None else ""
+        return None, why + f"not valid YAML{where} ({getattr(e, 'problem', None) or type(e).__name__})"
+    except AuditInputError as e:
+        return None, why + e.fault
+    except RecursionError:
+        return None, why + "nested too deeply"
+    if not isinstance(meta, dict) or "nominal_label" not in meta:
+        return None, None
+    label = meta["nominal_label"]
+    if not isinstance(label, str):
+        return None, why + f"nominal_label is {type(label).__name__}, not a string"
+    return label.strip() or None, None
 
 
 def preflight_adapter(arg: str | Path, max_bytes: int | None = None
@@ -685,9 +710,10 @@ def _is_local_path(declared: str) -> bool:
 
 
 def _same_model(declared: str, base_name: str) -> bool:
-    """The declared base names the audited one (a local folder counts by its folder name)."""
+    """The declared base names the audited one (a local folder, declared or audited, counts by its
+    folder name: ``/models/SmolLM2-135M-Instruct`` is ``HuggingFaceTB/SmolLM2-135M-Instruct``)."""
     d, b = declared.rstrip("/\\").lower(), base_name.rstrip("/\\").lower()
-    if _is_local_path(declared):
+    if _is_local_path(declared) or _is_local_path(base_name):
         return re.split(r"[/\\]", d)[-1] == re.split(r"[/\\]", b)[-1]
     return d == b
 
@@ -706,6 +732,11 @@ def _declared_base_warnings(declared: str, base_name: str) -> list[str]:
                     f"it was trained on; its name matches the audited base {base_name!r} (tensor shapes are "
                     "compatible)"]
         return []
+    if _is_local_path(base_name):
+        # a base folder whose config.json records no _name_or_path: its identity is unknown, not different
+        return [f"the audited base folder {base_name!r} records no model name (config.json has no _name_or_path), "
+                f"so the adapter's base_model_name_or_path {declared!r} cannot be checked against it "
+                "(tensor shapes are compatible)"]
     return [f"adapter declares base {declared!r}{local} but is audited on {base_name!r} "
             "(tensor shapes are compatible)"]
 
@@ -809,6 +840,9 @@ def inspect_adapter(arg: str | Path, base_path: Path, base_name: str, max_bytes:
             f"{'DoRA' if dora else 'plain LoRA'} (the tensors decide)")
     declared = str(cfg.get("base_model_name_or_path") or "")
     warnings.extend(_declared_base_warnings(declared, base_name))
+    label, card_problem = model_card_label(folder)
+    if card_problem:
+        warnings.append(card_problem)
 
     return AdapterInfo(
         path=str(folder),
@@ -822,7 +856,7 @@ def inspect_adapter(arg: str | Path, base_path: Path, base_name: str, max_bytes:
         n_tensors=len(tensors),
         size_bytes=weights.stat().st_size,
         declared_base=declared,
-        nominal_label=read_model_card_label(folder),
+        nominal_label=label,
         matched_modules=len(ranks),
         no_effect=no_effect,
         warnings=warnings,

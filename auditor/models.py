@@ -100,6 +100,12 @@ def _convert_gguf(gguf: Path, out: Path) -> None:
     plain.generation_config = quant.generation_config
     plain.save_pretrained(out, safe_serialization=True)
     tok.save_pretrained(out)
+    # transformers does not write _name_or_path; record it so a copy of this folder passed as --base
+    # is still known as SmolLM2-135M-Instruct (compared with an adapter's base_model_name_or_path)
+    cfg_file = out / "config.json"
+    cfg = json.loads(cfg_file.read_text(encoding="utf-8"))
+    cfg["_name_or_path"] = DEFAULT_BASE_NAME
+    cfg_file.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def _check_base_folder(path: Path) -> None:
@@ -162,7 +168,9 @@ def resolve_base(base: str | None) -> BaseModel:
     if not isinstance(config, dict):
         raise AuditInputError(cfg, "must be a JSON object (a Hugging Face model config)")
     _check_base_folder(path)
-    name = config.get("_name_or_path") or str(path)
+    name = config.get("_name_or_path")
+    if not isinstance(name, str) or not name.strip():
+        name = str(path.resolve())  # the folder records no model name: its path stands in (see _declared_base_warnings)
     if ref:
         return BaseModel(ref.repo_id, path.resolve(), f"hub:{ref.repo_id}@{ref.revision}", folder_digest(path),
                          ref.as_dict())

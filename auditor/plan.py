@@ -134,6 +134,30 @@ def format_options(choices: list[str]) -> str:
     return "\n".join(f"{LETTERS[k]}. {c}" for k, c in enumerate(choices))
 
 
+def _check_prompt_template(manifest: Path, k: int, template: str) -> None:
+    """A prompt template fills plain ``{field}`` names only: no attribute or index access
+    (``{prompt.__class__}``), no conversion and no format spec (``{prompt:>999999999}`` would
+    build a gigabyte string).
+
+    Raises:
+        AuditInputError: naming the capability and the offending field.
+    """
+    import string
+
+    where = f"capabilities.{k}.prompt_template"
+    try:
+        parts = list(string.Formatter().parse(template))
+    except ValueError as e:
+        raise AuditInputError(manifest, f"{where}: {e} (write a literal brace as {{{{ or }}}})") from None
+    for _, name, spec, conversion in parts:
+        if name is None:
+            continue
+        if not name.isidentifier() or spec or conversion:
+            shown = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+            raise AuditInputError(manifest, f"{where}: {shown[:60]!r} is not a plain field name like {{prompt}} "
+                                            "(no attributes, indexes, conversions or format specs)")
+
+
 def _at(lineno: int | str) -> str:
     return f"line {lineno}" if isinstance(lineno, int) else str(lineno)
 
@@ -293,6 +317,8 @@ def load_suite(name_or_path: str, limit: int | None = None, only: tuple[str, ...
         key = ".".join(str(p) for p in e.absolute_path) or "(top level)"
         raise AuditInputError(path, f"{key}: {e.message[:300]}") from None
 
+    for k, cap in enumerate(manifest["capabilities"]):
+        _check_prompt_template(path, k, cap.get("prompt_template", "{prompt}"))
     names = [c["name"] for c in manifest["capabilities"]]
     if len(set(names)) != len(names):
         raise AuditInputError(path, "two capabilities have the same name")

@@ -13,6 +13,7 @@ import base64
 import functools
 import hashlib
 import json
+import math
 import re
 import tempfile
 import xml.etree.ElementTree as ET
@@ -592,8 +593,14 @@ def load_results(path: Path) -> dict[str, Any]:
     def _no_constant(name: str) -> None:
         raise ValueError(f"non-standard JSON number {name}")
 
+    def _finite(text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value):
+            raise ValueError(f"number {text[:40]} is out of range")
+        return value
+
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"), parse_constant=_no_constant)
+        data = json.loads(Path(path).read_text(encoding="utf-8"), parse_constant=_no_constant, parse_float=_finite)
         json.dumps(data, ensure_ascii=False).encode("utf-8")  # lone surrogates cannot be written back
     except (OSError, UnicodeDecodeError) as e:
         raise AuditInputError(path, f"cannot read: {e}") from None
@@ -613,6 +620,18 @@ def load_results(path: Path) -> dict[str, Any]:
         raise AuditInputError(path, error)
     v = data["verdict"]
     rules = v["rules"]
+    if not rules:
+        raise AuditInputError(path, "verdict.rules is empty: an audit always judges at least one rule")
+    seen: set[str] = set()
+    for it in data["items"]:
+        if it["id"] in seen:
+            raise AuditInputError(path, f"item id {strip_controls(it['id'])[:80]!r} appears twice in items")
+        seen.add(it["id"])
+    for c in data["comparisons"]:
+        lo, hi = c["ci_low"], c["ci_high"]
+        if lo is not None and hi is not None and lo > hi:
+            raise AuditInputError(path, f"comparisons: {strip_controls(c['metric'])[:80]} has ci_low {lo} above "
+                                        f"ci_high {hi}")
     if (v["verdict"] == "fail") != any(r["outcome"] == "fail" for r in rules):
         raise AuditInputError(path, f"verdict {v['verdict']!r} contradicts its rules (a verdict fails exactly when a rule fails)")
     return data

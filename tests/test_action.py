@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import urllib.error
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -419,6 +420,23 @@ def test_adapters_input_takes_globs_and_refuses_one_that_matches_nothing(tmp_pat
     assert [s["name"] for s in run.steps if s["outcome"] != "skipped"] == ["Set up Python", "Find the adapters to audit"]
 
 
+def test_an_adapters_glob_does_not_reach_outside_the_workspace(tmp_path):
+    from auditor import gha
+    from auditor.gha import GateError
+
+    outside = tmp_path / "outside" / "secret-adapter"
+    outside.mkdir(parents=True)
+    (outside / "adapter_config.json").write_text("{}")
+    root = tmp_path / "repo"
+    (root / "adapters" / "ok").mkdir(parents=True)
+    (root / "adapters" / "ok" / "adapter_config.json").write_text("{}")
+    (root / "adapters" / "linked").symlink_to(outside, target_is_directory=True)  # a symlink a PR could add
+    assert gha.expand_adapters(["adapters/*"], root) == ["adapters/ok"]
+    for pat in ("../outside/*", str(tmp_path / "outside" / "*")):
+        with pytest.raises(GateError, match="matches only adapters outside the workspace"):
+            gha.expand_adapters([pat], root)
+
+
 def test_push_diffs_against_the_commit_before_it_and_other_events_need_the_adapters_input(tmp_path, monkeypatch):
     from auditor import gha
 
@@ -586,3 +604,27 @@ def test_audit_command_passes_every_audit_input_through(monkeypatch):
     monkeypatch.setenv("GATE_ARGS", "--label 'x")
     with pytest.raises(gha.GateError, match="input args: No closing quotation"):
         gha.audit_command(["a"], "out")
+
+
+@pytest.mark.parametrize("fault,needle,blames_permissions", [
+    (lambda: urllib.error.URLError(ConnectionRefusedError(111, "Connection refused")),
+     "(URLError: [Errno 111] Connection refused); the GitHub API at http://127.0.0.1:9/api could not be reached", False),
+    (lambda: urllib.error.HTTPError("u", 403, "Forbidden", {}, None), "(HTTP 403); the workflow needs", True),
+    (lambda: urllib.error.HTTPError("u", 502, "Bad Gateway", {}, None), "(HTTP 502); the GitHub API refused", False),
+])
+def test_a_failed_comment_names_its_real_cause(monkeypatch, tmp_path, capsys, fault, needle, blames_permissions):
+    from auditor import gha
+
+    def refuse(*args, **kwargs):
+        raise fault()
+
+    monkeypatch.setattr(gha, "load_event", lambda: {"pull_request": {"number": 7}})
+    monkeypatch.setattr(gha, "adapters_from_env", lambda: [])
+    monkeypatch.setattr(gha, "report_dir", lambda: tmp_path)
+    monkeypatch.setattr(gha, "summary_markdown", lambda *a: "summary")
+    monkeypatch.setattr(gha, "sticky_comment", refuse)
+    monkeypatch.setenv("GITHUB_API_URL", "http://127.0.0.1:9/api")
+    assert gha.comment() == 0
+    out = capsys.readouterr().out
+    assert "could not post the pull-request comment " + needle in out, out
+    assert ("permissions" in out) == blames_permissions

@@ -183,3 +183,49 @@ def test_all_zero_lora_b_is_flagged(tmp_path, base_model):
     info = inspect_adapter(a, base_model.path, base_model.name)
     assert info.no_effect and any("no effect" in w for w in info.warnings)
     assert not inspect_adapter(MEDICAL, base_model.path, base_model.name).no_effect
+
+
+@pytest.mark.parametrize("card,needle", [
+    ("---\nnominal_label: [math\n---\n", "not valid YAML at line"),
+    ("---\nnominal_label: math\n", "no closing '---'"),
+    ("---\nnominal_label: 3\n---\n", "nominal_label is int, not a string"),
+])
+def test_broken_model_card_front_matter_is_a_warning_not_silence(tmp_path, base_model, card, needle):
+    a = write_adapter(tmp_path / "a", layers=1, card=card)
+    info = inspect_adapter(a, base_model.path, base_model.name)
+    assert info.nominal_label is None
+    problems = [w for w in info.warnings if w.startswith("model card README.md: front matter ignored")]
+    assert len(problems) == 1 and needle in problems[0], info.warnings
+
+
+def test_readable_card_without_a_label_gives_no_warning(tmp_path, base_model):
+    a = write_adapter(tmp_path / "a", layers=1, card="---\nlicense: mit\n---\n# card\n")
+    info = inspect_adapter(a, base_model.path, base_model.name)
+    assert info.nominal_label is None and not any("model card" in w for w in info.warnings)
+
+
+def test_a_base_folder_without_a_recorded_name_is_not_a_base_mismatch(tmp_path, base_model):
+    """A copy of a base folder whose config.json lacks _name_or_path: compared by folder name, and
+    where that differs, reported as unknown (not as another model, which the policy may fail)."""
+    from auditor.inspection import _declared_base_warnings
+    from auditor.models import resolve_base
+
+    declared = "HuggingFaceTB/SmolLM2-135M-Instruct"
+    for folder_name, mismatch in (("SmolLM2-135M-Instruct", None), ("my-copy", "records no model name")):
+        copy = tmp_path / folder_name
+        copy.mkdir()
+        for f in base_model.path.iterdir():
+            if f.name != "config.json":
+                (copy / f.name).symlink_to(f)
+        cfg = json.loads((base_model.path / "config.json").read_text())
+        cfg.pop("_name_or_path", None)
+        (copy / "config.json").write_text(json.dumps(cfg))
+        base = resolve_base(str(copy))
+        assert base.name == str(copy.resolve())
+        warnings = _declared_base_warnings(declared, base.name)
+        assert not any("declares base" in w for w in warnings), warnings
+        if mismatch is None:
+            assert warnings == []
+        else:
+            assert len(warnings) == 1 and mismatch in warnings[0]
+    assert any("declares base" in w for w in _declared_base_warnings("meta-llama/Llama-3.2-1B", declared))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -81,3 +82,20 @@ def test_manifest_aliases_and_non_string_cluster_are_refused(tmp_path):
                  "scorer: numeric_match, prompt_template: '{question}', max_new_tokens: 8}\n")
     with pytest.raises(AuditInputError, match="meta.cluster must be a string"):
         load_suite(str(m))
+
+
+@pytest.mark.parametrize("template,needle", [
+    ("{question:>999999999}", "'{question:>999999999}' is not a plain field name"),
+    ("{question.__class__}", "'{question.__class__}' is not a plain field name"),
+    ("{question!r}", "'{question!r}' is not a plain field name"),
+    ("{question[0]}", "is not a plain field name"),
+    ("{question", "capabilities.0.prompt_template: "),
+])
+def test_prompt_template_fills_plain_names_only(tmp_path, template, needle):
+    (tmp_path / "a.jsonl").write_text(json.dumps({"id": 1, "question": "q", "answer": 1}) + "\n")
+    m = tmp_path / "s.yaml"
+    m.write_text("name: x\nversion: 1\ncapabilities:\n  - {name: math, group: CAN, source: a.jsonl, "
+                 f"scorer: numeric_match, prompt_template: {json.dumps(template)}, max_new_tokens: 8}}\n")
+    with pytest.raises(AuditInputError, match=re.escape(needle)) as e:
+        load_suite(str(m))
+    assert e.value.path == str(m)

@@ -174,6 +174,9 @@ def test_load_results_rejects_other_json(tmp_path):
     (lambda r: r["verdict"].update(verdict="PASS"), "at verdict.verdict: 'PASS' is not one of"),
     (lambda r: r["verdict"]["rules"][0].update(outcome="maybe"), "at verdict.rules.0.outcome: 'maybe' is not one of"),
     (lambda r: r["verdict"].update(verdict="pass"), "contradicts its rules"),
+    (lambda r: r["verdict"].update(rules=[], verdict="pass"), "verdict.rules is empty"),
+    (lambda r: r["items"].append(dict(r["items"][0])), "appears twice in items"),
+    (lambda r: r["comparisons"][0].update(ci_low=0.5, ci_high=-0.5), "has ci_low 0.5 above ci_high -0.5"),
 ])
 def test_load_results_refuses_inconsistent_verdicts(tmp_path, edit, needle):
     r = _results()
@@ -188,6 +191,9 @@ def test_load_results_refuses_nan_and_lone_surrogates(tmp_path):
     p = tmp_path / "results.json"
     p.write_text(json.dumps(_results()).replace('"delta": 0.0', '"delta": NaN'))
     with pytest.raises(AuditInputError, match="non-standard JSON number NaN"):
+        load_results(p)
+    p.write_text(json.dumps(_results()).replace('"delta": 0.0', '"delta": 1e400'))
+    with pytest.raises(AuditInputError, match="number 1e400 is out of range"):
         load_results(p)
     p.write_text(json.dumps(_results()).replace("q0 ", "q0 \\ud800 ".replace("\\\\", "\\")))
     with pytest.raises(AuditInputError, match="surrogates"):

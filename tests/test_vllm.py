@@ -189,6 +189,17 @@ def test_engine_arguments_mocked_gpu(base_model, monkeypatch):
     assert backend.settings()["backend"] == "vllm" and backend.settings() != {**backend.settings(), "gpu": True}
 
 
+@needs_vllm
+def test_misspelt_vllm_arg_is_one_line_before_the_engine_starts(tmp_path):
+    proc = _audit([MATH, "--backend", "vllm", "--vllm-arg", "max_modle_len=2048", *WORKLOAD, "--no-cache",
+                   "--out", tmp_path / "o"], env=VLLM_ENV)
+    lines = [line for line in proc.stderr.splitlines() if line.strip() and not line.startswith(("INFO", "WARNING"))]
+    assert proc.returncode == 2 and lines[-1].startswith("error: --vllm-arg: max_modle_len is not an argument of "
+                                                         "vllm.LLM"), proc.stderr[-2000:]
+    assert "did you mean max_model_len" in lines[-1] and "Traceback" not in proc.stderr
+    assert "EngineCore" not in proc.stderr and not (tmp_path / "o" / "results.json").exists()
+
+
 @pytest.mark.parametrize("fault", ["leaked", "dropped", "none"])
 def test_self_check_catches_a_leaked_or_dropped_lora_mocked_engine(base_model, monkeypatch, fault):
     """The engine's single-variant answers (mocked) against the mixed call's: a base row that came out as the
