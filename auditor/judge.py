@@ -370,6 +370,17 @@ def _ci_text(ci: list[float] | None, what: str, conf: float) -> str:
     return f", {100 * conf:.0f}% CI of {what} [{ci[0] + 0.0:+.1f}, {ci[1] + 0.0:+.1f}]"
 
 
+def mismatch_kind(target_gain: float, off_target_gain: float) -> str:
+    """Which way a DriftScore beyond its limit came about, in words (TargetGain and
+    OffTargetGain in points, as in ``seeds/003``): the promised target fell, or something
+    else moved more than it."""
+    if target_gain < 0 and off_target_gain <= 0:
+        return "the capability the label promises got worse"
+    if target_gain <= 0:
+        return "off-target capabilities improved, the one the label promises did not"
+    return "off-target capabilities gained more than the one the label promises"
+
+
 def _limit_rules(limits: dict[str, dict[str, Any]], comparisons: list[MetricComparison], stats_cfg: dict[str, Any],
                  prefix: str, sides: tuple[str, str], rules: list[RuleOutcome], pend: list[_Pending]) -> None:
     """One rule per limit key of each limited metric, appended to ``rules`` (and
@@ -409,6 +420,9 @@ def _limit_rules(limits: dict[str, dict[str, Any]], comparisons: list[MetricComp
                      else f"{c.base:.1f} → {c.adapter:.1f} {c.unit}")
             if prefix:
                 shown += f", {sides[0]} → {sides[1]}"
+            shown += f"; {c.n_items} item{'s' if c.n_items != 1 else ''}"
+            if c.n_clusters and c.n_clusters != c.n_items:
+                shown += f" in {c.n_clusters} clusters"
             verb = "rose" if est > 0 else "dropped" if est < 0 else "changed"
             reason = (f"{metric} {verb} by {abs(est):.1f} {unit} ({shown}){_ci_text(ci, 'Δ', c.confidence)}; "
                       f"limit: {kind} ≤ {limit:g} {unit}; mode {mode}")
@@ -485,7 +499,7 @@ def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResul
     _decide(pend, stats_cfg)
     for r in pend:
         if r.outcome.rule == "nominal label: DriftScore" and r.outcome.decision == "fail":
-            r.outcome.reason += " — label mismatch"
+            r.outcome.reason += " — label mismatch: " + mismatch_kind(drift.target_gain_pts, drift.off_target_gain_pts)
 
     if noise_floor is not None and noise_floor.get("n_differ", 0) > 0:
         rules.append(RuleOutcome(

@@ -297,6 +297,15 @@ def _md(text: Any) -> str:
 SUMMARY_MAX_CHARS = 60_000
 
 
+def limit_note(limit: int) -> str:
+    """What a ``--limit`` run is worth, said next to its verdict (HTML banner, summary.md)."""
+    return (f"at most {limit} item{'s' if limit != 1 else ''} per capability: a quick check with wide intervals, "
+            "not the full suite's verdict")
+
+
+_ENV.globals["limit_note"] = limit_note
+
+
 def render_summary_md(results: dict[str, Any], report_name: str = "report.html") -> str:
     """Short Markdown summary for ``$GITHUB_STEP_SUMMARY`` or a PR comment (untrusted
     names are escaped plain text, never inside code spans, where escapes do not work):
@@ -308,6 +317,8 @@ def render_summary_md(results: dict[str, Any], report_name: str = "report.html")
     lines = [f"## {icon} adapter-auditor: {v['verdict'].upper()}", "",
              f"Adapter **{_md(Path(results['adapter']['path']).name)}** on base **{_md(results['base']['name'])}**, "
              f"suite {_md(results['suite']['name'])}.", ""]
+    if results["run"].get("limit"):
+        lines += [f"> **--limit {results['run']['limit']}:** {limit_note(results['run']['limit'])}", ""]
     failing = [r for r in v["rules"] if r["outcome"] == "fail"]
     if failing:
         lines += ["**Failing rules**", ""] + [f"- {_md(r['rule'])}: {_md(r['reason'])}" for r in failing] + [""]

@@ -204,3 +204,24 @@ def test_a_single_cluster_is_inconclusive_not_certain(tmp_path):
              "base": 1.0, "adapter": 0.0, "delta": -100.0}
     assert _direction(plain) == "unclear" and comparison_cells(plain)["ci"] == "—"
     assert _direction(dict(plain, n_clusters=5)) == "worse"
+
+
+@pytest.mark.parametrize("tg,og,needle", [
+    (-20.0, 0.0, "promises got worse"), (-5.0, 30.0, "improved, the one the label promises did not"),
+    (0.0, 30.0, "improved, the one the label promises did not"), (5.0, 40.0, "gained more than"),
+])
+def test_label_mismatch_says_which_way(tg, og, needle):
+    from auditor.judge import mismatch_kind
+
+    assert needle in mismatch_kind(tg, og)
+
+
+def test_a_limit_rule_reason_counts_its_items():
+    suite = load_suite("smoke", limit=4, only=("math",))
+    scores = [Score(i.id, v, {"numeric_match": float(v == "base" or k % 2)}, {})
+              for k, i in enumerate(suite.items) for v in ("base", "adapter")]
+    comps = compare_metrics(suite, scores)
+    verdict = judge(load_policy(None, suite.all_metrics), comps, drift_score(comps, None, "none", None, [], 15.0),
+                    _adapter())
+    rule = next(r for r in verdict.rules if r.rule == "math.numeric_match: max drop")
+    assert "(100.0 → 50.0; 4 items)" in rule.reason, rule.reason

@@ -263,3 +263,12 @@ def test_a_render_fault_never_loses_results_json(tmp_path, monkeypatch):
 def test_an_out_folder_that_cannot_be_written_is_refused_before_any_work(tmp_path):
     with pytest.raises(AuditInputError, match="--out cannot be written in /proc"):
         write_reports(_results(), Path("/proc/auditor-test/out"))
+
+
+def test_a_limited_run_says_so_next_to_its_verdict():
+    r = _results()
+    assert "--limit" not in render_summary_md(r) and "--limit" not in render_html(r).split("<main>")[0]
+    r["run"]["limit"] = 3
+    banner = render_html(r).split("<main>")[0]
+    assert "<b>--limit 3</b>: at most 3 items per capability: a quick check" in banner
+    assert "> **--limit 3:** at most 3 items per capability" in render_summary_md(r)
