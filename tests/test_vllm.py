@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import AUDIT, DEMO_ADAPTERS, ROOT, write_adapter
+from test_hostile import cli  # noqa: F401 - the audit command run in this process
 
 from auditor import generate_vllm
 from auditor.cache import adapter_digest
@@ -190,14 +191,15 @@ def test_engine_arguments_mocked_gpu(base_model, monkeypatch):
 
 
 @needs_vllm
-def test_misspelt_vllm_arg_is_one_line_before_the_engine_starts(tmp_path):
-    proc = _audit([MATH, "--backend", "vllm", "--vllm-arg", "max_modle_len=2048", *WORKLOAD, "--no-cache",
-                   "--out", tmp_path / "o"], env=VLLM_ENV)
-    lines = [line for line in proc.stderr.splitlines() if line.strip() and not line.startswith(("INFO", "WARNING"))]
-    assert proc.returncode == 2 and lines[-1].startswith("error: --vllm-arg: max_modle_len is not an argument of "
-                                                         "vllm.LLM"), proc.stderr[-2000:]
-    assert "did you mean max_model_len" in lines[-1] and "Traceback" not in proc.stderr
-    assert "EngineCore" not in proc.stderr and not (tmp_path / "o" / "results.json").exists()
+def test_misspelt_vllm_arg_is_one_line_before_the_engine_starts(tmp_path, cli, monkeypatch):
+    for k, v in VLLM_ENV.items():
+        monkeypatch.setenv(k, v)
+    proc = cli(MATH, "--backend", "vllm", "--vllm-arg", "max_modle_len=2048", *WORKLOAD, "--no-cache",
+               "--out", tmp_path / "o")
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr[-2000:]
+    assert lines[0].startswith("error: --vllm-arg: max_modle_len is not an argument of vllm.LLM"), lines
+    assert "did you mean max_model_len" in lines[0] and not (tmp_path / "o" / "results.json").exists()
 
 
 @pytest.mark.parametrize("fault", ["leaked", "dropped", "none"])
