@@ -227,6 +227,10 @@ def test_baseline_comparison_in_every_output():
     assert schema_error(r) is None
     html = render_html(r)
     assert "Against the previous release" in html and "adapters/v1-&lt;script&gt;" in html
+    table = html.split('id="baseline"')[1].split("</table>")[0]
+    header, row = table.count("<th>"), table.split("</tr>")[1]
+    assert header == 9 and row.count("<td") == 9, table  # no relative Δ or BH column against the previous release
+    assert ">100.0<" in row and ">66.7<" in row and ("−33.3" in row or "-33.3" in row), row
     md = render_summary_md(r)
     assert "**Against the previous release**" in md and "| previous | candidate |" in md
     junit = render_junit(r)
