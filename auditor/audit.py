@@ -28,7 +28,7 @@ from .generate_openai import OpenAIBackend
 from .generate_vllm import VLLMBackend, check_vllm_servable, choose_backend, vllm_unsupported
 from .inspection import bin_adapter_file, convert_bin_adapter, inspect_adapter, preflight_adapter
 from .judge import judge, load_policy
-from .models import resolve_base
+from .models import resolve_base, sha256_file
 from .plan import load_suite, plan_requests, preset_metric_units
 from .records import to_plain
 from .report import RESULTS_SCHEMA_VERSION
@@ -139,6 +139,20 @@ def run_audit(opts: AuditOptions, log: Any = print) -> dict[str, Any]:
     return run_audits(opts, (opts.adapter,), log)[0]
 
 
+def _check_given_once(opts: AuditOptions, given: tuple[str, ...], arg: str, digest: str, seen: dict[str, str]) -> None:
+    """Refuse an adapter given twice (same weights and config), named as the user gave it (folder or
+    weights file); checked before the suite, the base or any model loads.
+
+    Raises:
+        AuditInputError: the second occurrence, naming the first (or the --baseline clash).
+    """
+    if digest in seen:
+        what = "--baseline is the" if opts.baseline and arg is given[-1] else "same adapter (weights and config) as"
+        raise AuditInputError(arg, f"{what} {seen[digest]}{' adapter' if what.startswith('--') else ''}; "
+                                   "give each adapter once")
+    seen[digest] = arg
+
+
 def run_audits(opts: AuditOptions, adapters: tuple[str, ...], log: Any = print) -> list[dict[str, Any]]:
     """Audit several adapters of one base against one base pass.
 
@@ -171,8 +185,10 @@ def run_audits(opts: AuditOptions, adapters: tuple[str, ...], log: Any = print) 
                                                   "http://127.0.0.1:8000/v1)")
     if len(opts.served_adapters) > len(given):
         raise AuditInputError("--served-adapter", f"{len(opts.served_adapters)} names for {len(given)} adapters")
+    seen: dict[str, str] = {}
     for a in given:
-        _, weights, cfg, tensors = preflight_adapter(a, opts.max_adapter_bytes)
+        folder, weights, cfg, tensors = preflight_adapter(a, opts.max_adapter_bytes)
+        _check_given_once(opts, given, a, adapter_digest(sha256_file(weights), folder / "adapter_config.json"), seen)
         if backend_name == "vllm" and opts.backend == "auto" and (what := vllm_unsupported(cfg, tensors)):
             backend_name, backend_reason = "hf", f"auto: vLLM cannot serve {what}, hf"
         if backend_name == "vllm":
@@ -194,13 +210,6 @@ def run_audits(opts: AuditOptions, adapters: tuple[str, ...], log: Any = print) 
             info.warnings.append(f"pickle adapter {converted[a]} loaded with torch.load(weights_only=True) "
                                  f"(--allow-bin) and audited from its safetensors conversion in {a}")
     digests = [adapter_digest(i.sha256, Path(i.path) / "adapter_config.json") for i in infos]
-    seen: dict[str, str] = {}
-    for arg, d in zip(given, digests):  # named as the user gave them (folder or weights file)
-        if d in seen:
-            what = "--baseline is the" if opts.baseline and arg is given[-1] else "same adapter (weights and config) as"
-            raise AuditInputError(arg, f"{what} {seen[d]}{' adapter' if what.startswith('--') else ''}; "
-                                       "give each adapter once")
-        seen[d] = arg
     # variant names: "adapter" for a single audit (what results.json has always said), adapter0.. for several,
     # "baseline" for the previously approved adapter
     variants = ["adapter"] if len(adapters) == 1 else [f"adapter{k}" for k in range(len(adapters))]

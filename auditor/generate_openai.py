@@ -80,7 +80,9 @@ class OpenAIBackend(CachedBackend):
             client = openai.OpenAI(base_url=self.endpoint, api_key=_api_key(), timeout=self.timeout_s,
                                    max_retries=self.max_retries)
             try:
-                listed = list(client.models.list())
+                # one retry for the model list: a server that is not up fails the audit in seconds, not
+                # after max_retries rounds of backoff (the generation requests keep max_retries)
+                listed = list(client.with_options(max_retries=1).models.list())
             except openai.APIConnectionError as e:
                 raise AuditInputError(self.endpoint, f"cannot reach the server ({_cause(e)})") from None
             except openai.APIStatusError as e:

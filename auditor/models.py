@@ -100,12 +100,6 @@ def _convert_gguf(gguf: Path, out: Path) -> None:
     plain.generation_config = quant.generation_config
     plain.save_pretrained(out, safe_serialization=True)
     tok.save_pretrained(out)
-    # transformers does not write _name_or_path; record it so a copy of this folder passed as --base
-    # is still known as SmolLM2-135M-Instruct (compared with an adapter's base_model_name_or_path)
-    cfg_file = out / "config.json"
-    cfg = json.loads(cfg_file.read_text(encoding="utf-8"))
-    cfg["_name_or_path"] = DEFAULT_BASE_NAME
-    cfg_file.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def _check_base_folder(path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -48,6 +49,22 @@ _session_cache()
 
 # SmolLM2-135M: hidden 576, 9 query heads / 3 kv heads of 64, MLP 1536, 30 layers
 HIDDEN, KV, MLP, LAYERS = 576, 192, 1536, 30
+
+
+@pytest.fixture
+def cli(capsys, monkeypatch):
+    """``cli(*args)``: the ``audit`` entry point run in this process (no interpreter start-up per
+    case), returning what a subprocess would: exit code, stdout, stderr."""
+    from auditor import cli as cli_module
+
+    def run(*args) -> subprocess.CompletedProcess:
+        monkeypatch.setattr(sys, "argv", ["audit", *map(str, args)])
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as e:
+            cli_module.main()
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(args, e.value.code, out, err)
+    return run
 
 
 @pytest.fixture(scope="session")

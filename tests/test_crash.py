@@ -198,8 +198,5 @@ def test_kill_during_conversion_then_two_audits_at_once(adapter, reference, tmp_
         assert _comparable(r) == _comparable(reference)
     done = sorted(d.name for d in models.iterdir() if d.is_dir())
     assert len(done) == 1 and not done[0].startswith(".")  # one conversion, the killed one's leftovers removed
-    # the converted folder records its model name, so a copy of it passed as --base is still known
-    assert json.loads((models / done[0] / "config.json").read_text())["_name_or_path"] == \
-        "HuggingFaceTB/SmolLM2-135M-Instruct"
     for entry in (cache / "generations").glob("*/*"):  # every cache entry whole, no temporary file left
         assert entry.suffix == ".json" and json.loads(entry.read_bytes())["text"] is not None

@@ -31,22 +31,6 @@ Q = "base_model.model.model.layers.{}.self_attn.q_proj"
 V = "base_model.model.model.layers.{}.self_attn.v_proj"
 
 
-@pytest.fixture
-def cli(capsys, monkeypatch):
-    """``cli(*args)``: the ``audit`` entry point run in this process (no interpreter start-up per
-    case), returning what a subprocess would: exit code, stdout, stderr."""
-    from auditor import cli as cli_module
-
-    def run(*args) -> subprocess.CompletedProcess:
-        monkeypatch.setattr(sys, "argv", ["audit", *map(str, args)])
-        capsys.readouterr()
-        with pytest.raises(SystemExit) as e:
-            cli_module.main()
-        out, err = capsys.readouterr()
-        return subprocess.CompletedProcess(args, e.value.code, out, err)
-    return run
-
-
 def _weights(a: Path) -> Path:
     return a / "adapter_model.safetensors"
 

@@ -19,7 +19,7 @@ from auditor.errors import AuditInputError
 from auditor.inspection import DEFAULT_MAX_ADAPTER_BYTES, convert_bin_adapter, inspect_adapter, preflight_adapter
 from conftest import HIDDEN, write_adapter
 from test_cli import assert_one_line_error
-from test_hostile import Q, _weights, cli  # noqa: F401 - cli is a fixture
+from test_hostile import Q, _weights
 
 BASE = "HuggingFaceTB/SmolLM2-135M-Instruct"
 

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from conftest import AUDIT, DEMO_ADAPTERS, ROOT, write_adapter
-from test_hostile import cli  # noqa: F401 - the audit command run in this process
 
 from auditor import generate_vllm
 from auditor.cache import adapter_digest
