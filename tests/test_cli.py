@@ -111,8 +111,8 @@ def test_baseline_same_as_candidate_is_refused(tmp_path, cli):
 @pytest.mark.slow
 def test_mislabelled_adapter_is_a_label_mismatch(tmp_path):
     out = tmp_path / "terse"
-    proc = audit(DEMO_ADAPTERS / "terse-instruct-r8", "--capability", "math", "--capability", "ifeval", "--out", out,
-                 "--quiet")
+    proc = audit(DEMO_ADAPTERS / "terse-instruct-r8", "--capability", "math", "--capability", "ifeval", "--limit", "16",
+                 "--out", out, "--quiet")
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout == "" and proc.stderr == ""  # --quiet: the exit code and the files carry the result
     r = json.loads((out / "results.json").read_text())
