@@ -25,7 +25,7 @@ from .compare import StatsSettings, compare_metrics, drift_score
 from .errors import AuditInputError
 from .generate import HFBackend
 from .generate_openai import OpenAIBackend
-from .generate_vllm import VLLMBackend, check_vllm_servable, choose_backend, vllm_unsupported
+from .generate_vllm import VLLMBackend, check_engine_args, check_vllm_servable, choose_backend, vllm_unsupported
 from .inspection import bin_adapter_file, convert_bin_adapter, inspect_adapter, preflight_adapter
 from .judge import judge, load_policy
 from .models import resolve_base, sha256_file
@@ -185,7 +185,9 @@ def run_audits(opts: AuditOptions, adapters: tuple[str, ...], log: Any = print) 
                                                   "http://127.0.0.1:8000/v1)")
     if len(opts.served_adapters) > len(given):
         raise AuditInputError("--served-adapter", f"{len(opts.served_adapters)} names for {len(given)} adapters")
-    seen: dict[str, str] = {}
+    seen: dict[str, str] = {}  # adapter digest -> the argument that named it, in the order given
+    if backend_name == "vllm":
+        check_engine_args(opts.vllm_args)  # a misspelt --vllm-arg fails now, not after the model loaded
     for a in given:
         folder, weights, cfg, tensors = preflight_adapter(a, opts.max_adapter_bytes)
         _check_given_once(opts, given, a, adapter_digest(sha256_file(weights), folder / "adapter_config.json"), seen)
@@ -209,7 +211,7 @@ def run_audits(opts: AuditOptions, adapters: tuple[str, ...], log: Any = print) 
         if a in converted:
             info.warnings.append(f"pickle adapter {converted[a]} loaded with torch.load(weights_only=True) "
                                  f"(--allow-bin) and audited from its safetensors conversion in {a}")
-    digests = [adapter_digest(i.sha256, Path(i.path) / "adapter_config.json") for i in infos]
+    digests = list(seen)
     # variant names: "adapter" for a single audit (what results.json has always said), adapter0.. for several,
     # "baseline" for the previously approved adapter
     variants = ["adapter"] if len(adapters) == 1 else [f"adapter{k}" for k in range(len(adapters))]

@@ -184,21 +184,18 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
     them. The exit code is 1 when any adapter fails.
     """
     from .audit import AuditOptions, run_audits
-    from .generate_vllm import check_engine_args, parse_engine_args
+    from .generate_vllm import parse_engine_args
     from .inspection import parse_size
     from .report import check_out_dir, report_folder_names, write_index, write_reports
 
     folders = [out] if len(adapters) == 1 else [out / n for n in report_folder_names(list(adapters))]
     for f in folders:
         check_out_dir(f)
-    engine_args = parse_engine_args(vllm_args)
-    if backend in ("vllm", "auto"):
-        check_engine_args(engine_args)  # a misspelt key fails now, not after the model loaded
 
     opts = AuditOptions(adapter=adapters[0], base=base, policy=policy, suite=suite, label=label, limit=limit,
                         capabilities=capabilities, batch_size=batch_size, noise_floor=noise_floor, data_dir=data_dir,
                         cache=not no_cache, progress=not quiet, baseline=baseline, backend=backend, dtype=dtype,
-                        vllm_args=engine_args, endpoint=endpoint, served_base=served_base,
+                        vllm_args=parse_engine_args(vllm_args), endpoint=endpoint, served_base=served_base,
                         served_adapters=served_adapters, concurrency=concurrency, allow_bin=allow_bin,
                         max_adapter_bytes=None if max_adapter_size is None
                         else parse_size(max_adapter_size, "--max-adapter-size"))

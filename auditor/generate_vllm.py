@@ -197,7 +197,8 @@ def parse_engine_args(pairs: tuple[str, ...] | list[str]) -> dict[str, Any]:
 
 def check_engine_args(engine_args: dict[str, Any]) -> None:
     """Refuse ``--vllm-arg`` keys that ``vllm.LLM`` does not take, before the engine starts (a
-    misspelt key would otherwise surface as a long traceback after the model loaded).
+    misspelt key would otherwise surface as a long traceback after the model loaded); called by
+    :func:`auditor.audit.run_audits` once the vllm backend is chosen.
 
     The accepted keys are the installed vLLM's ``EngineArgs`` fields and ``vllm.LLM``'s own
     parameters. Nothing is checked when vLLM is not importable.
@@ -260,7 +261,6 @@ class VLLMBackend(CachedBackend):
         super().__init__(base_path, adapters, dtype, cache, base_digest, batch_size="auto")
         os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # vLLM's INFO lines would bury the audit's log
         self.engine_args = dict(engine_args or {})
-        check_engine_args(self.engine_args)
         self.max_lora_rank = vllm_lora_rank(max_rank) if self.adapters else None
         self.max_loras = len(self.adapters) + 1 if self.adapters else None
         self.loras = {v: lora_identity(d) for v, (_, d) in self.adapters.items()}

@@ -471,17 +471,6 @@ def _base_shapes(base_path: str) -> tuple[dict[str, tuple[int, int]], dict[str, 
     return linear, weights
 
 
-def read_model_card_label(folder: Path) -> str | None:
-    """``nominal_label`` from the YAML front matter of the adapter's README.md.
-
-    None when the card has none, or when its front matter is not plain YAML
-    within the first :data:`MAX_FRONT_MATTER_BYTES` (aliases, deep nesting and
-    broken YAML are ignored, not errors: the card is documentation; see
-    :func:`model_card_label` for the reason).
-    """
-    return model_card_label(folder)[0]
-
-
 def model_card_label(folder: Path) -> tuple[str | None, str | None]:
     """(``nominal_label``, problem) from the adapter's README.md front matter.
 
@@ -489,7 +478,8 @@ def model_card_label(folder: Path) -> tuple[str | None, str | None]:
     a readable one; otherwise one line saying why no label could be taken
     (broken YAML, an alias or token the safe reader refuses, a
     ``nominal_label`` that is not a string). The audit goes on without a
-    label and shows the problem as an adapter warning.
+    label and shows the problem as an adapter warning. Aliases, deep nesting and
+    broken YAML are never errors: the card is documentation.
     """
     card = folder / "README.md"
     if not card.is_file():

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -50,13 +51,25 @@ class BaseModel:
     hub: dict | None = None
 
 
+#: sha256 of files already hashed by this process, keyed by what changes when a file is rewritten
+_SHA256_SEEN: dict[tuple[int, int, int, int], str] = {}
+
+
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
-    """Hex sha256 of a file, read in 1 MiB chunks."""
-    h = hashlib.sha256()
+    """Hex sha256 of a file, read in 1 MiB chunks. A file hashed before by this process and
+    unchanged since (same device, inode, size and modification time in ns) is not read again:
+    an audit hashes an adapter's weights when it checks the arguments and again when it
+    inspects the adapter."""
     with open(path, "rb") as f:
+        st = os.fstat(f.fileno())
+        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        if key in _SHA256_SEEN:
+            return _SHA256_SEEN[key]
+        h = hashlib.sha256()
         while block := f.read(chunk):
             h.update(block)
-    return h.hexdigest()
+    _SHA256_SEEN[key] = h.hexdigest()
+    return _SHA256_SEEN[key]
 
 
 def locate_default_gguf() -> Path:

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from auditor.errors import AuditInputError
-from auditor.inspection import inspect_adapter, preflight_adapter, read_model_card_label
+from auditor.inspection import inspect_adapter, model_card_label, preflight_adapter
 from conftest import MEDICAL, write_adapter
 
 
@@ -129,9 +129,9 @@ def test_bin_only_folder_refused(tmp_path):
 
 def test_nominal_label_from_model_card(tmp_path):
     a = write_adapter(tmp_path / "a", card="---\nbase_model: x\nnominal_label: math\n---\n# card\n")
-    assert read_model_card_label(a) == "math"
+    assert model_card_label(a)[0] == "math"
     (a / "README.md").write_text("no front matter")
-    assert read_model_card_label(a) is None
+    assert model_card_label(a)[0] is None
 
 
 @pytest.mark.parametrize("patch,needle", [
