@@ -122,7 +122,7 @@ def _holds_dora(folder: Path) -> bool:
     """Whether the adapter's weights hold DoRA magnitudes (header only; see :mod:`auditor.inspection`)."""
     from safetensors import safe_open
 
-    from .inspection import WEIGHTS_NAME
+    from peft.utils import SAFETENSORS_WEIGHTS_NAME as WEIGHTS_NAME  # the file inspection.WEIGHTS_NAME names
 
     with safe_open(str(folder / WEIGHTS_NAME), framework="pt") as f:
         return any("lora_magnitude_vector" in k for k in f.keys())
@@ -133,7 +133,7 @@ def _as_the_tensors_say(folder: Path, dora: bool, scratch: Path) -> Path:
     its config disagrees with the weights (``dora``: they hold DoRA magnitudes;
     the tensors decide), ``scratch`` holding a corrected copy of the config and a
     link to the weights."""
-    from .inspection import CONFIG_NAME, WEIGHTS_NAME
+    from peft.utils import CONFIG_NAME, SAFETENSORS_WEIGHTS_NAME as WEIGHTS_NAME
 
     cfg = json.loads((folder / CONFIG_NAME).read_text(encoding="utf-8"))
     if bool(cfg.get("use_dora")) == dora:
@@ -295,14 +295,21 @@ class HFBackend(CachedBackend):
             CPU), or a torch device name such as ``"cpu"`` or ``"cuda:1"``.
         mix_variants: generate the base and adapter rows of a batch in one
             ``generate`` call (peft mixed-adapter batch); a call then holds up
-            to ``batch_size`` items × the number of variants.
+            to ``batch_size`` items × the number of variants. ``"auto"`` (the
+            default) mixes on the CPU, where decoding is bound by reading the
+            weights and one pass serves every variant, and not on a GPU, where
+            eager decoding is bound by kernel launches and peft's per-row
+            adapter routing adds launches to every LoRA layer (one H200,
+            Llama-8B shape: mixed batches ran at 0.74 of raw ``generate``;
+            ``benchmarks/gpu_bench.py``). The items of a batch are the same for
+            every variant either way (same padding).
     """
 
     name = "hf"
 
     def __init__(self, base_path: Path, adapters: dict[str, tuple[Path, str]] | None, batch_size: int | str = 24,
                  dtype: str = "float32", cache: GenerationCache | None = None, base_digest: str = "",
-                 mix_variants: bool = True, device: str = "auto"):
+                 mix_variants: bool | str = "auto", device: str = "auto"):
         import torch
 
         super().__init__(base_path, adapters, dtype, cache, base_digest, batch_size)
@@ -312,7 +319,9 @@ class HFBackend(CachedBackend):
         self.dora = {v: _holds_dora(p) for v, (p, _) in self.adapters.items()}
         #: put rows of several variants in one generate call (peft mixed-adapter batches; not with
         #: DoRA, which peft refuses there, and a refused call leaves peft's adapter_names hooks behind)
-        self.mix_variants = mix_variants and not any(self.dora.values())
+        if mix_variants == "auto":
+            mix_variants = not self.device.startswith("cuda")
+        self.mix_variants = bool(mix_variants) and not any(self.dora.values())
 
     @property
     def model(self):

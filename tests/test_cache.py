@@ -242,6 +242,20 @@ def test_mixed_variant_batches_give_the_same_answers_as_variant_by_variant(base_
     assert mixed.mix_variants  # peft accepted the mixed batch (no silent fallback)
 
 
+def test_mix_variants_auto_mixes_on_the_cpu_only_decision_without_gpu(base_model):
+    """``mix_variants="auto"`` decides from the device name (no model is loaded, so a
+    ``cuda`` name can be given on this GPU-less machine): mixed batches on the CPU,
+    one variant per call on a GPU (benchmarks/RESULTS.md, gpu_bench), and the choice
+    is part of the cache key's settings."""
+    adapters = {"adapter": (TERSE, "digest-of-terse")}
+    cpu = HFBackend(base_model.path, adapters, device="cpu")
+    gpu = HFBackend(base_model.path, adapters, device="cuda:0")
+    assert cpu.mix_variants and not gpu.mix_variants
+    assert cpu.settings()["mixed_variants"] is True and gpu.settings()["mixed_variants"] is False
+    assert HFBackend(base_model.path, adapters, device="cuda", mix_variants=True).mix_variants
+    assert not HFBackend(base_model.path, adapters, device="cpu", mix_variants=False).mix_variants
+
+
 def test_auto_batch_size_fits_the_kv_cache_in_half_the_free_memory():
     from types import SimpleNamespace
 
