@@ -200,6 +200,9 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
                         max_adapter_bytes=None if max_adapter_size is None
                         else parse_size(max_adapter_size, "--max-adapter-size"))
     fmt = "json" if as_json else fmt
+    if quiet:  # third-party tqdm bars too (transformers' GGUF conversion on a first run, weight loading);
+        # tqdm reads TQDM_* when it is first imported, which happens later, with transformers
+        os.environ["TQDM_DISABLE"] = "1"
     # log lines carry markup of ours around escaped untrusted text; control characters go either way
     say = (lambda m: None) if quiet else (lambda m: console.print(strip_controls(m)))
     all_results = run_audits(opts, adapters, log=say)

@@ -46,7 +46,7 @@ class HubRef:
 
 def looks_like_hub_id(arg: str) -> bool:
     """True for ``owner/name`` or ``owner/name@rev`` that is not an existing local path."""
-    return not Path(arg).expanduser().exists() and bool(_HUB_ID.match(arg)) and not arg.startswith((".", "/", "~"))
+    return not Path(arg).expanduser().exists() and bool(_HUB_ID.fullmatch(arg)) and not arg.startswith((".", "/", "~"))
 
 
 def resolve(arg: str, kind: str) -> HubRef:
@@ -65,7 +65,7 @@ def resolve(arg: str, kind: str) -> HubRef:
     from huggingface_hub.errors import (GatedRepoError, LocalEntryNotFoundError, OfflineModeIsEnabled,
                                         RepositoryNotFoundError, RevisionNotFoundError)
 
-    m = _HUB_ID.match(arg)
+    m = _HUB_ID.fullmatch(arg)
     if not m:
         raise AuditInputError(arg, "neither a local path nor a Hugging Face hub id (owner/name[@revision])")
     repo, rev = m.group("repo"), m.group("rev") or "main"

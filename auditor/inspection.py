@@ -560,9 +560,9 @@ def _classify_tensors(weights: Path, tensors: list[AdapterTensor]) -> tuple[
     magnitudes: dict[str, AdapterTensor] = {}
     full: dict[str, AdapterTensor] = {}
     for t in tensors:
-        if (m := _LORA_RE.match(t.name)):
+        if (m := _LORA_RE.fullmatch(t.name)):
             lora.setdefault(m.group("module"), {})[m.group("kind")] = t
-        elif (m := _MAGNITUDE_RE.match(t.name)):
+        elif (m := _MAGNITUDE_RE.fullmatch(t.name)):
             magnitudes[m.group("module")] = t
         elif ".lora_" in t.name or not t.name.endswith(".weight"):
             raise AuditInputError(weights, f"tensor {t.name} is neither a LoRA A/B weight, a DoRA magnitude nor a "

@@ -43,7 +43,8 @@ SOURCE_SCHEMA: dict[str, Any] = {
         "benchmark": {"enum": sorted(BENCHMARKS)},
         "path": {"type": "string", "minLength": 1},
         "split": {"type": "string"},
-        "hub": {"type": "string", "pattern": "^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$"},
+        # "$(?!\n)": Python's re.search (jsonschema's) lets "$" match before a trailing newline
+        "hub": {"type": "string", "pattern": "^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$(?!\n)"},
         "sample": {"anyOf": [{"type": "integer", "minimum": 1}, {"const": "all"}]},
         "stratify": {"type": "string", "minLength": 1},
         "seed": {"type": "integer", "minimum": 0},
@@ -67,7 +68,7 @@ SUITE_SCHEMA: dict[str, Any] = {
                 "required": ["name", "group", "source", "scorer", "max_new_tokens"],
                 "additionalProperties": False,
                 "properties": {
-                    "name": {"type": "string", "pattern": "^[a-z_]+$"},
+                    "name": {"type": "string", "pattern": "^[a-z_]+$(?!\n)"},
                     "group": {"enum": ["CAN", "WILL", "HOW", "COND"]},
                     "source": SOURCE_SCHEMA,
                     "scorer": {"enum": sorted(SCORER_METRICS)},
@@ -241,7 +242,13 @@ def _capability_rows(cap: dict[str, Any], k: int, manifest: Path, data_dir: str 
         rows: list[tuple[int | str, Any]] = list(read_jsonl(src, objects_only=False))
         record.update(path=spec["path"], n_records=len(rows), excluded={})
     else:
-        bench = load_benchmark(spec["benchmark"], spec.get("split"), data_dir, spec.get("hub"))
+        try:
+            bench = load_benchmark(spec["benchmark"], spec.get("split"), data_dir, spec.get("hub"))
+        except AuditInputError as e:
+            if e.path != "suite source":  # a fault of the data (its file, the hub), named by load_benchmark
+                raise
+            # an unknown benchmark or split is the manifest's fault: name it and the field
+            raise AuditInputError(manifest, f"capabilities.{k}.source: {e.fault}") from None
         src = bench.origin
         rows = [(f"record {n} ({r['id']})", r) for n, r in enumerate(bench.rows)]
         record.update(benchmark=bench.benchmark, split=bench.split, origin=bench.origin,
@@ -337,7 +344,14 @@ def load_suite(name_or_path: str, limit: int | None = None, only: tuple[str, ...
             record = {**record, "n_selected": len(rows), "limit": limit}
         if not rows:
             raise AuditInputError(src, f"capability {cap['name']!r} has no items")
-        items.extend(_item_from_row(cap, row, src, pos) for pos, row in rows)
+        new = [_item_from_row(cap, row, src, pos) for pos, row in rows]
+        seen: dict[str, Any] = {}
+        for (pos, _), it in zip(rows, new):
+            if it.id in seen:  # the data's fault: name its file and both records
+                raise AuditInputError(src, f"{_at(pos)}: item id {it.id.split('/', 1)[-1]!r} repeats "
+                                           f"{_at(seen[it.id])}")
+            seen[it.id] = pos
+        items.extend(new)
         caps.append(Capability(cap["name"], cap["group"], cap["scorer"], SCORER_METRICS[cap["scorer"]]))
         sources.append(record)
     ids = [i.id for i in items]

@@ -214,7 +214,7 @@ def primary_metrics(results: dict[str, Any]) -> dict[str, tuple[str, bool]]:
     return primary
 
 
-def item_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+def item_rows(results: dict[str, Any], primary: dict[str, tuple[str, bool]] | None = None) -> list[dict[str, Any]]:
     """The per-item browser's rows, regressions first (largest loss first), then
     improvements, then unchanged and unscored items, each by id.
 
@@ -225,9 +225,10 @@ def item_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
     (the outputs differ), ``prompt``, ``base_text`` / ``adapter_text``,
     ``base_scores`` / ``adapter_scores`` and ``base_reason`` /
     ``adapter_reason`` (the scorer's detail). All text is raw; the template
-    and the browser script escape it.
+    and the browser script escape it. ``primary``: :func:`primary_metrics` of
+    ``results``, when the caller has it already.
     """
-    primary = primary_metrics(results)
+    primary = primary_metrics(results) if primary is None else primary
     order = {"regression": 0, "improvement": 1, "same": 2, "unscored": 3}
     rows = []
     for it in results["items"]:
@@ -276,9 +277,10 @@ def render_html(results: dict[str, Any]) -> str:
     Content-Security-Policy; the items are a JSON data block, rendered by the
     script with ``textContent``). Model output and adapter text are escaped
     by jinja2's autoescape and by ``tojson``."""
+    primary = primary_metrics(results)
     return _ENV.get_template("report.html.j2").render(
-        groups=group_summary(results), charts=chart_groups(results), browser_rows=item_rows(results),
-        primary=primary_metrics(results), card=adapter_card(results),
+        groups=group_summary(results), charts=chart_groups(results), browser_rows=item_rows(results, primary),
+        primary=primary, card=adapter_card(results),
         rules_by_outcome=sorted(results["verdict"]["rules"],
                                 key=lambda r: ("fail", "warn", "pass", "not_run").index(r["outcome"])
                                 if r["outcome"] in ("fail", "warn", "pass", "not_run") else 4),

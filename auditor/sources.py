@@ -349,13 +349,13 @@ def read_mmlu_redux(folder: str | Path) -> BenchmarkRows:
             cell that is not a list literal, an answer out of range.
     """
     folder = Path(folder)
-    files = sorted(p for p in folder.glob("mmlu_*.csv") if _MMLU_FILE.match(p.name))
+    files = sorted(p for p in folder.glob("mmlu_*.csv") if _MMLU_FILE.fullmatch(p.name))
     if not files:
         raise AuditInputError(folder, "no MMLU-Redux files (mmlu_<subject>.csv) in this folder")
     rows, n = [], 0
     excluded: Counter[str] = Counter()
     for f in files:
-        subject = _MMLU_FILE.match(f.name)["subject"]
+        subject = _MMLU_FILE.fullmatch(f.name)["subject"]
         for index, (lineno, rec) in enumerate(_csv_records(f, MMLU_COLUMNS)):
             n += 1
             row, err = mmlu_redux_row(rec, subject, index, f, lineno, f.name)

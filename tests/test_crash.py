@@ -42,9 +42,11 @@ def _env(cache: Path) -> dict[str, str]:
     return {**os.environ, "AUDITOR_CACHE_DIR": str(cache), "OMP_NUM_THREADS": "1"}
 
 
-def _start(adapter: Path, out: Path, cache: Path, cmd: list[str] | None = None) -> subprocess.Popen:
+def _start(adapter: Path, out: Path, cache: Path, cmd: list[str] | None = None,
+           extra: tuple[str, ...] = ()) -> subprocess.Popen:
     log = open(out.parent / f"{out.name}.log", "w")
-    return subprocess.Popen([*(cmd or AUDIT), str(adapter), *ARGS, "--out", str(out)], cwd=ROOT, env=_env(cache),
+    return subprocess.Popen([*(cmd or AUDIT), str(adapter), *ARGS, *extra, "--out", str(out)], cwd=ROOT,
+                            env=_env(cache),
                             stdout=log, stderr=subprocess.STDOUT)
 
 
@@ -180,7 +182,8 @@ def test_kill_during_report_writing(adapter, reference_run, tmp_path, n):
 def test_kill_during_conversion_then_two_audits_at_once(adapter, reference, tmp_path):
     """A fresh cache: the base is converted from the embedded GGUF (about a minute here). The
     first audit is killed while converting; two audits then start together on the same cache:
-    one converts (under the file lock), the other waits, both generate into the same entries."""
+    one converts (under the file lock), the other waits, both generate into the same entries;
+    both are --quiet, and neither prints anything."""
     cache = _cache(tmp_path / "cache", models=False)
     models = cache / "models"
 
@@ -192,8 +195,10 @@ def test_kill_during_conversion_then_two_audits_at_once(adapter, reference, tmp_
     _kill_when(proc, converting, "conversion")
     assert not [d for d in models.iterdir() if d.is_dir() and not d.name.startswith(".")]  # nothing published
     outs = [tmp_path / "one", tmp_path / "two"]
-    procs = [_start(adapter, o, cache) for o in outs]
+    procs = [_start(adapter, o, cache, extra=("--quiet",)) for o in outs]
     results = [_finish(p, o, timeout=900) for p, o in zip(procs, outs)]
+    for o in outs:  # --quiet prints nothing, whichever of the two converted (no tqdm bar of the GGUF loader)
+        assert (o.parent / f"{o.name}.log").read_text() == ""
     for r in results:
         assert _comparable(r) == _comparable(reference)
     done = sorted(d.name for d in models.iterdir() if d.is_dir())

@@ -48,12 +48,47 @@ def test_unknown_preset_and_capability():
         load_suite("smoke", only=("poetry",))
 
 
+def _manifest(folder, capability: str):
+    """A one-capability suite manifest in ``folder``; ``capability`` is its YAML flow mapping."""
+    m = folder / "s.yaml"
+    m.write_text(f"name: x\nversion: 1\ncapabilities:\n  - {capability}\n")
+    return m
+
+
 def test_bad_manifest_names_key_path(tmp_path):
-    m = tmp_path / "s.yaml"
-    m.write_text("name: x\nversion: 1\ncapabilities:\n  - {name: math, group: CAN, source: a.jsonl, "
-                 "scorer: numeric_match, max_new_tokens: 0}\n")
+    m = _manifest(tmp_path, "{name: math, group: CAN, source: a.jsonl, scorer: numeric_match, max_new_tokens: 0}")
     with pytest.raises(AuditInputError, match=r"capabilities.0.max_new_tokens"):
         load_suite(str(m))
+
+
+def test_unknown_benchmark_or_split_names_the_manifest_and_field(tmp_path):
+    for source, fault in (("{benchmark: xstest, split: harmful}", "has no split 'harmful'"),
+                          ("{benchmark: arc}", "'arc' is not one of")):
+        m = _manifest(tmp_path, f"{{name: over_refusal, group: WILL, source: {source}, scorer: refusal, "
+                                "max_new_tokens: 8}")
+        with pytest.raises(AuditInputError) as e:
+            load_suite(str(m), data_dir=str(tmp_path))
+        assert e.value.path == str(m) and e.value.fault.startswith("capabilities.0.source") and fault in e.value.fault
+
+
+def test_duplicate_item_ids_name_the_item_file_and_both_lines(tmp_path):
+    rows = [{"id": "a", "question": "1+1?", "answer": 2}, {"id": "b", "question": "2+2?", "answer": 4},
+            {"id": "a", "question": "3+3?", "answer": 6}]
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    m = _manifest(tmp_path, "{name: math, group: CAN, source: a.jsonl, scorer: numeric_match, "
+                            "prompt_template: '{question}', max_new_tokens: 8}")
+    with pytest.raises(AuditInputError) as e:
+        load_suite(str(m))
+    assert e.value.path == str(tmp_path / "a.jsonl") and e.value.fault == "line 3: item id 'a' repeats line 1"
+
+
+def test_a_trailing_newline_does_not_pass_an_anchored_pattern(tmp_path):
+    from auditor.hub import looks_like_hub_id
+
+    m = _manifest(tmp_path, '{name: "math\\n", group: CAN, source: a.jsonl, scorer: numeric_match, max_new_tokens: 8}')
+    with pytest.raises(AuditInputError, match=r"capabilities.0.name"):
+        load_suite(str(m))
+    assert looks_like_hub_id("owner/name") and not looks_like_hub_id("owner/name\n")
 
 
 def test_bad_item_line_named(tmp_path):
