@@ -8,12 +8,16 @@ No verdict is ever produced after one of these.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 #: exit codes of the ``audit`` command (DESIGN.md §2)
 EXIT_PASS = 0
 EXIT_POLICY_FAIL = 1
 EXIT_INPUT_ERROR = 2
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 class AuditInputError(Exception):
@@ -31,5 +35,8 @@ class AuditInputError(Exception):
         super().__init__(self.one_line())
 
     def one_line(self) -> str:
-        """The message as printed by the CLI: ``<path>: <fault>``."""
-        return f"{self.path}: {self.fault}" if self.path else self.fault
+        """The message as printed by the CLI: ``<path>: <fault>``; control characters in
+        the path (a newline at the end of a pasted name) are shown escaped (``\\n``)."""
+        if not self.path:
+            return self.fault
+        return f"{_CONTROL.sub(lambda m: repr(m.group())[1:-1], self.path)}: {self.fault}"

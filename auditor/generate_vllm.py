@@ -189,7 +189,7 @@ def parse_engine_args(pairs: tuple[str, ...] | list[str]) -> dict[str, Any]:
             raise AuditInputError("--vllm-arg", f"{key} cannot be set with --vllm-arg: {hint}")
         try:
             value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError:
+        except (yaml.YAMLError, ValueError):  # ValueError: an int of over 4300 digits
             value = raw
         out[key] = value if isinstance(value, (int, float, bool, str)) or value is None else raw
     return out

@@ -503,6 +503,8 @@ def model_card_label(folder: Path) -> tuple[str | None, str | None]:
         return None, why + e.fault
     except RecursionError:
         return None, why + "nested too deeply"
+    except ValueError as e:  # int() refuses over sys.get_int_max_str_digits() digits
+        return None, why + str(e).split(";")[0]
     if not isinstance(meta, dict) or "nominal_label" not in meta:
         return None, None
     label = meta["nominal_label"]

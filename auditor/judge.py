@@ -43,7 +43,7 @@ import numpy as np
 import yaml
 
 from .errors import AuditInputError
-from .safe_yaml import check_yaml_tokens
+from .safe_yaml import check_yaml_tokens, duplicate_key
 from .stats import N_RESAMPLES, bh_adjust, expanded_alpha
 from .records import AdapterInfo, DriftResult, MetricComparison, RuleOutcome, Verdict
 
@@ -177,23 +177,6 @@ def _line_of(node: yaml.Node | None, path: list[Any]) -> int | None:
     return line
 
 
-def _duplicate_key(node: yaml.Node | None) -> tuple[str, int] | None:
-    """First key that appears twice in one mapping (YAML keeps the last silently)."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, yaml.MappingNode):
-            seen: set[str] = set()
-            for k, v in n.value:
-                if k.value in seen:
-                    return str(k.value), k.start_mark.line + 1
-                seen.add(k.value)
-                stack.append(v)
-        elif isinstance(n, yaml.SequenceNode):
-            stack.extend(n.value)
-    return None
-
-
 def _non_finite(obj: Any, path: tuple[Any, ...] = ()) -> tuple[Any, ...] | None:
     """Key path of the first NaN/inf number (JSON Schema's "number" admits them)."""
     if isinstance(obj, float) and not math.isfinite(obj):
@@ -239,9 +222,11 @@ def load_policy(path: str | Path | None, metric_names: list[str], units: dict[st
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         raise AuditInputError(p, f"invalid YAML{f' at line {mark.line + 1}' if mark else ''}") from None
+    except ValueError as e:  # int() refuses over sys.get_int_max_str_digits() digits
+        raise AuditInputError(p, f"a value YAML cannot read: {str(e).split(';')[0]}") from None
     if not isinstance(raw, dict):
         raise AuditInputError(p, "a policy must be a YAML mapping")
-    dup = _duplicate_key(node)
+    dup = duplicate_key(node)
     if dup:
         raise AuditInputError(p, f"line {dup[1]}: duplicate key {dup[0]!r}")
     bad = _non_finite(raw)

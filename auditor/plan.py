@@ -19,7 +19,7 @@ import jsonschema
 import yaml
 
 from .errors import AuditInputError
-from .safe_yaml import check_yaml_tokens
+from .safe_yaml import check_yaml_tokens, duplicate_key
 from .records import Item, Request
 from .score import SCORER_METRICS, TARGET_BUILDERS, MetricSpec
 from .sources import BENCHMARKS, LETTERS, first_rows, load_benchmark, read_jsonl, sample_rows
@@ -119,6 +119,9 @@ def _load_yaml(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
         check_yaml_tokens(path, text, "a suite manifest")
+        dup = duplicate_key(yaml.compose(text, Loader=yaml.SafeLoader))
+        if dup:
+            raise AuditInputError(path, f"line {dup[1]}: duplicate key {dup[0]!r}")
         return yaml.safe_load(text)
     except UnicodeDecodeError:
         raise AuditInputError(path, "not UTF-8 text") from None
@@ -128,6 +131,8 @@ def _load_yaml(path: Path) -> Any:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
         raise AuditInputError(path, f"invalid YAML{where}") from None
+    except ValueError as e:  # int() refuses over sys.get_int_max_str_digits() digits
+        raise AuditInputError(path, f"a value YAML cannot read: {str(e).split(';')[0]}") from None
 
 
 def format_options(choices: list[str]) -> str:
@@ -161,6 +166,23 @@ def _check_prompt_template(manifest: Path, k: int, template: str) -> None:
 
 def _at(lineno: int | str) -> str:
     return f"line {lineno}" if isinstance(lineno, int) else str(lineno)
+
+
+def _check_unique_ids(src: Path | str, rows: list[tuple[int | str, Any]]) -> None:
+    """Every record of a capability's source has its own id (``id``, else ``key``), checked
+    on the whole source before any sampling, so a repeat fails whatever the seed or limit.
+
+    Raises:
+        AuditInputError: naming the source, the repeating record and the first one.
+    """
+    seen: dict[str, int | str] = {}
+    for pos, row in rows:
+        if not isinstance(row, dict):
+            continue  # reported where the row is used
+        local = str(row.get("id", row.get("key")))
+        if local in seen:
+            raise AuditInputError(src, f"{_at(pos)}: item id {local!r} repeats {_at(seen[local])}")
+        seen[local] = pos
 
 
 def _item_from_row(cap: dict[str, Any], row: Any, src: Path | str, lineno: int | str) -> Item:
@@ -236,7 +258,11 @@ def _capability_rows(cap: dict[str, Any], k: int, manifest: Path, data_dir: str 
         extra = sorted(set(spec) & {"split", "hub"})
         if extra:
             raise AuditInputError(manifest, f"capabilities.{k}.source: {extra} only go with 'benchmark'")
+        if "\x00" in spec["path"]:
+            raise AuditInputError(manifest, f"capabilities.{k}.source: a path cannot hold a NUL character")
         src: Path | str = (manifest.parent / spec["path"]).resolve()
+        if src.is_dir():
+            raise AuditInputError(src, f"item file of capability {cap['name']!r} is a folder, not a JSONL file")
         if not src.is_file():
             raise AuditInputError(src, f"item file of capability {cap['name']!r} not found")
         rows: list[tuple[int | str, Any]] = list(read_jsonl(src, objects_only=False))
@@ -253,10 +279,11 @@ def _capability_rows(cap: dict[str, Any], k: int, manifest: Path, data_dir: str 
         rows = [(f"record {n} ({r['id']})", r) for n, r in enumerate(bench.rows)]
         record.update(benchmark=bench.benchmark, split=bench.split, origin=bench.origin,
                       n_records=bench.n_records, excluded=bench.excluded)
+    _check_unique_ids(src, rows)
     sample = spec.get("sample", "all")
     n = None if sample == "all" else int(sample)
     stratify, seed, unit = spec.get("stratify"), int(spec.get("seed", 0)), spec.get("unit", "item")
-    first = spec.get("first")
+    first = None if spec.get("first") is None else int(spec["first"])  # JSON Schema's integer admits 2.0
     if first is not None and set(spec) & {"sample", "stratify", "seed"}:
         raise AuditInputError(manifest, f"capabilities.{k}.source: 'first' keeps the first rows in source order; "
                                         "it does not go with 'sample', 'stratify' or 'seed'")
@@ -344,14 +371,7 @@ def load_suite(name_or_path: str, limit: int | None = None, only: tuple[str, ...
             record = {**record, "n_selected": len(rows), "limit": limit}
         if not rows:
             raise AuditInputError(src, f"capability {cap['name']!r} has no items")
-        new = [_item_from_row(cap, row, src, pos) for pos, row in rows]
-        seen: dict[str, Any] = {}
-        for (pos, _), it in zip(rows, new):
-            if it.id in seen:  # the data's fault: name its file and both records
-                raise AuditInputError(src, f"{_at(pos)}: item id {it.id.split('/', 1)[-1]!r} repeats "
-                                           f"{_at(seen[it.id])}")
-            seen[it.id] = pos
-        items.extend(new)
+        items.extend(_item_from_row(cap, row, src, pos) for pos, row in rows)
         caps.append(Capability(cap["name"], cap["group"], cap["scorer"], SCORER_METRICS[cap["scorer"]]))
         sources.append(record)
     ids = [i.id for i in items]

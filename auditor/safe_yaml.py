@@ -42,3 +42,21 @@ def check_yaml_tokens(path: str | Path, text: str, what: str) -> None:
                                             f"(more than {MAX_FLOW_DEPTH} brackets)")
         elif isinstance(tok, (yaml.FlowSequenceEndToken, yaml.FlowMappingEndToken)):
             depth -= 1
+
+
+def duplicate_key(node: yaml.Node | None) -> tuple[str, int] | None:
+    """(key, line) of the first key that appears twice in one mapping of a composed
+    document (``yaml.compose``), or None; ``yaml.safe_load`` keeps the last silently."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, yaml.MappingNode):
+            seen: set[str] = set()
+            for k, v in n.value:
+                if k.value in seen:
+                    return str(k.value), k.start_mark.line + 1
+                seen.add(k.value)
+                stack.append(v)
+        elif isinstance(n, yaml.SequenceNode):
+            stack.extend(n.value)
+    return None

@@ -111,6 +111,8 @@ def read_jsonl(path: Path, objects_only: bool = True) -> list[tuple[int, Any]]:
             raise AuditInputError(path, f"line {lineno}: invalid JSON ({e.msg})") from None
         except RecursionError:
             raise AuditInputError(path, f"line {lineno}: JSON nested too deeply") from None
+        except ValueError as e:  # int() refuses over sys.get_int_max_str_digits() digits
+            raise AuditInputError(path, f"line {lineno}: {str(e).split(';')[0]}") from None
         if objects_only and not isinstance(rec, dict):
             raise AuditInputError(path, f"line {lineno}: a record must be a JSON object")
         out.append((lineno, rec))

@@ -82,6 +82,52 @@ def test_duplicate_item_ids_name_the_item_file_and_both_lines(tmp_path):
     assert e.value.path == str(tmp_path / "a.jsonl") and e.value.fault == "line 3: item id 'a' repeats line 1"
 
 
+@pytest.mark.parametrize("selection", ["sample: 2, seed: 1", "first: 1", "sample: all"])
+def test_a_repeated_id_fails_whatever_the_sampling_keeps(tmp_path, selection):
+    rows = [{"id": "a", "question": "1+1?", "answer": 2}, {"id": "b", "question": "2+2?", "answer": 4},
+            {"id": "c", "question": "5+5?", "answer": 10}, {"id": "a", "question": "3+3?", "answer": 6}]
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    m = _manifest(tmp_path, f"{{name: math, group: CAN, source: {{path: a.jsonl, {selection}}}, "
+                            "scorer: numeric_match, prompt_template: '{question}', max_new_tokens: 8}")
+    for limit in (None, 1):
+        with pytest.raises(AuditInputError, match="line 4: item id 'a' repeats line 1"):
+            load_suite(str(m), limit=limit)
+
+
+def test_hostile_manifest_values_are_one_clear_error(tmp_path):
+    (tmp_path / "a.jsonl").write_text(json.dumps({"id": "a", "question": "1+1?", "answer": 2}) + "\n"
+                                      + json.dumps({"id": "b", "question": "2+2?", "answer": 4}) + "\n")
+    (tmp_path / "folder.jsonl").mkdir()
+    cap = "{{name: math, group: CAN, source: {source}, scorer: numeric_match, prompt_template: '{{question}}', " \
+          "max_new_tokens: 8}}"
+    assert len(load_suite(str(_manifest(tmp_path, cap.format(source="{path: a.jsonl, first: 2.0}")))).items) == 2
+    cases = [
+        (cap.format(source='"a\\0.jsonl"'), "s.yaml", "capabilities.0.source: a path cannot hold a NUL character"),
+        (cap.format(source="folder.jsonl"), "folder.jsonl", "is a folder, not a JSONL file"),
+        (cap.format(source="a.jsonl") + "\n    version: 2", "s.yaml", "invalid YAML"),
+    ]
+    for text, where, fault in cases:
+        with pytest.raises(AuditInputError) as e:
+            load_suite(str(_manifest(tmp_path, text)))
+        assert e.value.path.endswith(where) and fault in e.value.fault, e.value.one_line()
+    m = tmp_path / "dup.yaml"
+    m.write_text("name: x\nversion: 1\nname: y\ncapabilities:\n  - " + cap.format(source="a.jsonl") + "\n")
+    with pytest.raises(AuditInputError, match="line 3: duplicate key 'name'"):
+        load_suite(str(m))
+    m.write_text("name: x\nversion: " + "9" * 5000 + "\ncapabilities:\n  - " + cap.format(source="a.jsonl") + "\n")
+    with pytest.raises(AuditInputError, match="a value YAML cannot read: Exceeds the limit"):
+        load_suite(str(m))
+    (tmp_path / "a.jsonl").write_text('{"id": "a", "question": "q", "answer": ' + "9" * 5000 + "}\n")
+    with pytest.raises(AuditInputError, match="line 1: Exceeds the limit"):
+        load_suite(str(_manifest(tmp_path, cap.format(source="a.jsonl"))))
+
+
+def test_a_control_character_in_a_named_path_is_shown_escaped():
+    e = AuditInputError("owner/name\n", "no such file or folder")
+    assert e.one_line() == "owner/name\\n: no such file or folder"
+    assert AuditInputError("a\x1b[31mb", "x").one_line() == "a\\x1b[31mb: x"
+
+
 def test_a_trailing_newline_does_not_pass_an_anchored_pattern(tmp_path):
     from auditor.hub import looks_like_hub_id
 

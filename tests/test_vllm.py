@@ -158,6 +158,8 @@ def test_vllm_args_parse_and_own_settings_are_refused():
                      ("max_loras=4", "sets it"), ("max_lora_rank=64", "sets it")):
         with pytest.raises(AuditInputError, match=msg):
             parse_engine_args([bad])
+    huge = "9" * 5000  # over Python's int-from-text limit: kept as text (vLLM names the bad value)
+    assert parse_engine_args([f"max_model_len={huge}"]) == {"max_model_len": huge}
 
 
 def test_auto_backend_choice_mocked_gpu(monkeypatch):
