@@ -43,7 +43,7 @@ import numpy as np
 import yaml
 
 from .errors import AuditInputError
-from .safe_yaml import check_yaml_tokens, duplicate_key
+from .safe_yaml import load_yaml_text
 from .stats import N_RESAMPLES, bh_adjust, expanded_alpha
 from .records import AdapterInfo, DriftResult, MetricComparison, RuleOutcome, Verdict
 
@@ -213,22 +213,9 @@ def load_policy(path: str | Path | None, metric_names: list[str], units: dict[st
     if p.stat().st_size > MAX_POLICY_BYTES:
         raise AuditInputError(p, f"{p.stat().st_size:,} bytes; a policy is at most {MAX_POLICY_BYTES:,} bytes")
     text = p.read_text(encoding="utf-8", errors="replace")
-    try:
-        check_yaml_tokens(p, text, "a policy")
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        raw = yaml.safe_load(text)
-    except RecursionError:
-        raise AuditInputError(p, "YAML nested too deeply") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        raise AuditInputError(p, f"invalid YAML{f' at line {mark.line + 1}' if mark else ''}") from None
-    except ValueError as e:  # int() refuses over sys.get_int_max_str_digits() digits
-        raise AuditInputError(p, f"a value YAML cannot read: {str(e).split(';')[0]}") from None
+    node, raw = load_yaml_text(p, text, "a policy")
     if not isinstance(raw, dict):
         raise AuditInputError(p, "a policy must be a YAML mapping")
-    dup = duplicate_key(node)
-    if dup:
-        raise AuditInputError(p, f"line {dup[1]}: duplicate key {dup[0]!r}")
     bad = _non_finite(raw)
     if bad is not None:
         line = _line_of(node, list(bad))

@@ -10,6 +10,7 @@ over the tokens and stops at the first of them, before anything is built.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -60,3 +61,40 @@ def duplicate_key(node: yaml.Node | None) -> tuple[str, int] | None:
         elif isinstance(n, yaml.SequenceNode):
             stack.extend(n.value)
     return None
+
+
+def load_yaml_text(path: str | Path, text: str, what: str) -> tuple[yaml.Node | None, Any]:
+    """Parse untrusted YAML once: (composed node, for line numbers; the plain data).
+
+    :func:`check_yaml_tokens` first, then PyYAML's safe loader; a key given twice
+    in one mapping is refused (``yaml.safe_load`` would keep the last silently).
+
+    Args:
+        path: the file, named in the error.
+        text: its content.
+        what: what the file is, for the message ("a policy", "a suite manifest").
+
+    Raises:
+        AuditInputError: an alias, too deep nesting, invalid YAML (with its line),
+            a duplicate key (with its line), or a number of more digits than
+            ``int()`` reads (``sys.get_int_max_str_digits()``).
+    """
+    try:
+        check_yaml_tokens(path, text, what)
+        loader = yaml.SafeLoader(text)
+        try:
+            node = loader.get_single_node()
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
+    except RecursionError:
+        raise AuditInputError(path, "YAML nested too deeply") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        raise AuditInputError(path, f"invalid YAML{f' at line {mark.line + 1}' if mark else ''}") from None
+    except ValueError as e:  # int() refuses over sys.get_int_max_str_digits() digits
+        raise AuditInputError(path, f"a value YAML cannot read: {str(e).split(';')[0]}") from None
+    dup = duplicate_key(node)
+    if dup:
+        raise AuditInputError(path, f"line {dup[1]}: duplicate key {dup[0]!r}")
+    return node, data
