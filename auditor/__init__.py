@@ -1,8 +1,41 @@
 """adapter-auditor: decide whether a LoRA adapter is safe to ship.
 
-Stages (one module each, in data-flow order, see DESIGN.md §2):
-``inspection`` → ``plan`` → ``generate`` → ``score`` → ``compare`` →
-``judge`` → ``report``. Records passed between stages live in ``records``.
+    from auditor import audit
+    result = audit("path/to/adapter", suite="smoke")    # an AuditResult
+    result.passed, result.verdict.failing
+
+The packages, in data-flow order (DESIGN.md §2): :mod:`auditor.inspect` (the adapter and the base,
+before any model loads) → :mod:`auditor.suite` (manifests, items, benchmarks, the plan) →
+:mod:`auditor.backends` (generation and its cache) → :mod:`auditor.scorers` → :mod:`auditor.analysis`
+(statistics, comparisons, DriftScore) → :mod:`auditor.policy` (the rules, the verdict) →
+:mod:`auditor.reports`. :mod:`auditor.pipeline` runs them in order; :mod:`auditor.records` and
+:mod:`auditor.results` are the typed records between them; :mod:`auditor.cli` is the command line,
+:mod:`auditor.ci` the GitHub Action's steps, :mod:`auditor.util` leaf utilities.
+
+Importing this package imports nothing else (the GitHub Action reads it before installing anything);
+the API is loaded on first use.
 """
 
 __version__ = "0.1.0"
+
+__all__ = ["audit", "audit_many", "AuditInputError", "AuditOptions", "AuditResult", "__version__"]
+
+
+def __getattr__(name: str):
+    if name in ("audit", "audit_many"):
+        from . import api
+
+        return getattr(api, name)
+    if name == "AuditInputError":
+        from .errors import AuditInputError
+
+        return AuditInputError
+    if name == "AuditOptions":
+        from .options import AuditOptions
+
+        return AuditOptions
+    if name == "AuditResult":
+        from .results import AuditResult
+
+        return AuditResult
+    raise AttributeError(f"module 'auditor' has no attribute {name!r}")

@@ -1,4 +1,5 @@
-"""The ``audit`` command: a thin layer over :mod:`auditor.audit` and the report stage.
+"""The ``audit`` command: click options → :class:`~auditor.options.AuditOptions` →
+:func:`auditor.pipeline.run_audits` → :mod:`auditor.reports`.
 
 Exit codes: 0 pass, 1 policy fail, 2 usage or input error (one line on
 stderr naming the file and the fault; never a traceback, never a verdict).
@@ -12,11 +13,11 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
-from .report import comparison_cells, strip_controls
-from .errors import EXIT_INPUT_ERROR, EXIT_POLICY_FAIL, EXIT_PASS, AuditInputError
+from .backends import BACKENDS
+from .errors import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, EXIT_POLICY_FAIL, EXIT_PASS, AuditInputError
+from .reports.terminal import print_summary, t as _t
+from .util.text import strip_controls
 
 console = Console(stderr=True, highlight=False)
 if not console.is_terminal:  # CI logs: rich would default to 80 columns and fold the table
@@ -64,48 +65,6 @@ class _BatchSize(click.ParamType):
         return n
 
 
-def _t(x: object) -> str:
-    """Untrusted text for the terminal: control characters (ANSI escapes, OSC
-    sequences, NUL) dropped, rich markup escaped."""
-    return escape(strip_controls(str(x)))
-
-
-def _comparison_table(comparisons: list[dict], title: str, left: str, right: str, discordant: bool) -> Table:
-    """One rich table of comparisons (the same cells as the HTML and Markdown reports)."""
-    t = Table(title=title, title_justify="left")
-    cols = ["group", "metric", left, right, "Δ", "95% CI", "p"] + ([f"{left}-only/{right}-only"] if discordant else [])
-    for col in cols:
-        t.add_column(col, justify="left" if col in ("group", "metric") else "right")
-    for c in comparisons:
-        k = comparison_cells(c)
-        unit = "" if k["unit"] == "points" else f" {_t(k['unit'])}"
-        t.add_row(_t(c["group"]), _t(c["metric"]), k["base"], k["adapter"], k["delta"] + unit, k["ci"], k["p"],
-                  *([k["discordant"]] if discordant else []))
-    return t
-
-
-def _print_summary(results: dict) -> None:
-    console.print(_comparison_table(results["comparisons"], "base → adapter (points for rates)", "base", "adapter",
-                                    discordant=True))
-    prev = results.get("baseline")
-    if prev:
-        console.print(_comparison_table(prev["comparisons"],
-                                        f"previous release → candidate ({_t(prev['adapter']['path'])})",
-                                        "previous", "candidate", discordant=False))
-    d = results["drift"]
-    if d["drift_score_pts"] is not None:
-        console.print(f"nominal label [bold]{_t(d['label'])}[/] ({_t(d['label_source'])}): "
-                      f"TargetGain {d['target_gain_pts']:+.1f}, OffTargetGain {d['off_target_gain_pts']:+.1f}, "
-                      f"DriftScore {d['drift_score_pts']:+.1f}" + ("  [red]label mismatch[/]" if d["mismatch"] else ""))
-    v = results["verdict"]
-    for r in v["rules"]:
-        if r["outcome"] != "pass":
-            colour = "red" if r["outcome"] == "fail" else "yellow"
-            console.print(f"[{colour}]{_t(r['outcome'])}[/]: {_t(r['rule'])}: {_t(r['reason'])}")
-    colour = "green" if v["verdict"] == "pass" else "red"
-    console.print(f"[bold {colour}]verdict: {_t(v['verdict']).upper()}[/]")
-
-
 @cli.command("run")
 @click.argument("adapters", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option("--base", default=None, help="Base model: a local HF model folder or a hub id owner/name[@revision] "
@@ -129,7 +88,7 @@ def _print_summary(results: dict) -> None:
               type=click.Path(exists=True, file_okay=False, dir_okay=True),
               help="Folder with local copies of the standard benchmark files (IFEval, GSM8K, XSTest, "
                    "MMLU-Redux) for suites that use them; without it they are fetched from the Hugging Face hub.")
-@click.option("--backend", type=click.Choice(["auto", "hf", "vllm", "openai"]), default="auto", show_default=True,
+@click.option("--backend", type=click.Choice(["auto", *BACKENDS]), default="auto", show_default=True,
               help="Generation backend: hf (transformers + peft), vllm (one vLLM engine, base and adapter requests "
                    "in one generate call), openai (an OpenAI-compatible server, see --endpoint), or auto: vllm "
                    "when it is installed and a GPU is present, else hf.")
@@ -183,16 +142,17 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
     gets its own report in OUT/<adapter folder name>/ and OUT/index.html lists
     them. The exit code is 1 when any adapter fails.
     """
-    from .audit import AuditOptions, run_audits
-    from .generate_vllm import parse_engine_args
-    from .inspection import parse_size
-    from .report import check_out_dir, report_folder_names, write_index, write_reports
+    from .backends.vllm_compat import parse_engine_args
+    from .inspect.paths import parse_size
+    from .options import AuditOptions
+    from .pipeline import run_audits
+    from .reports import check_out_dir, report_folder_names, write_index, write_reports
 
     folders = [out] if len(adapters) == 1 else [out / n for n in report_folder_names(list(adapters))]
     for f in folders:
         check_out_dir(f)
 
-    opts = AuditOptions(adapter=adapters[0], base=base, policy=policy, suite=suite, label=label, limit=limit,
+    opts = AuditOptions(base=base, policy=policy, suite=suite, label=label, limit=limit,
                         capabilities=capabilities, batch_size=batch_size, noise_floor=noise_floor, data_dir=data_dir,
                         cache=not no_cache, progress=not quiet, baseline=baseline, backend=backend, dtype=dtype,
                         vllm_args=parse_engine_args(vllm_args), endpoint=endpoint, served_base=served_base,
@@ -205,25 +165,25 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
         os.environ["TQDM_DISABLE"] = "1"
     # log lines carry markup of ours around escaped untrusted text; control characters go either way
     say = (lambda m: None) if quiet else (lambda m: console.print(strip_controls(m)))
-    all_results = run_audits(opts, adapters, log=say)
-    for results, folder in zip(all_results, folders):
-        paths = write_reports(results, folder)
+    all_results = run_audits(adapters, opts, log=say)
+    for result, folder in zip(all_results, folders):
+        paths = write_reports(result, folder)
         if fmt == "checklist":
             click.echo(paths["checklist.md"].read_text(encoding="utf-8"), nl=False)
         if quiet:
             continue
         if len(adapters) > 1:
-            console.print(f"[bold]{_t(results['adapter']['path'])}[/]")
-        _print_summary(results)
+            console.print(f"[bold]{_t(result.adapter.path)}[/]")
+        print_summary(console, result)
         console.print(f"report: {_t(paths['report.html'])}")
-    failed = any(r["verdict"]["verdict"] != "pass" for r in all_results)
+    failed = any(not r.passed for r in all_results)
     if len(adapters) > 1:
         index = write_index(all_results, [f.name for f in folders], out)
-        n_fail = sum(r["verdict"]["verdict"] == "fail" for r in all_results)
+        n_fail = sum(r.verdict.verdict == "fail" for r in all_results)
         say(f"{n_fail} of {len(adapters)} adapters fail; index: {_t(index)}")
     if fmt == "json":
-        _echo_json(all_results[0] if len(adapters) == 1 else
-                   {"verdict": "fail" if failed else "pass", "adapters": all_results})
+        _echo_json(all_results[0].to_dict() if len(adapters) == 1 else
+                   {"verdict": "fail" if failed else "pass", "adapters": [r.to_dict() for r in all_results]})
     sys.exit(EXIT_POLICY_FAIL if failed else EXIT_PASS)
 
 
@@ -243,25 +203,21 @@ def _echo_json(obj: object) -> None:
               show_default=True, help="What to print: the summary table (stderr), JSON or a release checklist (stdout).")
 def report_cmd(results_json: Path, out: Path, quiet: bool, as_json: bool, fmt: str) -> None:
     """Re-render every report from a results.json, without loading any model."""
-    from .report import load_results, write_reports
+    from .reports import ReportRenderError, load_results, render_checklist, write_reports
 
-    results = load_results(results_json)
+    result = load_results(results_json)
     try:
-        write_reports(results, out, keep_results=False)
-    except AuditInputError as e:
-        if e.path == "results":
-            raise AuditInputError(results_json, e.fault) from None
-        raise
+        write_reports(result, out, keep_results=False)
+    except ReportRenderError as e:
+        raise AuditInputError(results_json, e.fault) from None
     fmt = "json" if as_json else fmt
     if not quiet:
-        _print_summary(results)
+        print_summary(console, result)
     if fmt == "json":
-        _echo_json(results)
+        _echo_json(result.to_dict())
     elif fmt == "checklist":
-        from .report import render_checklist
-
-        click.echo(render_checklist(results), nl=False)
-    sys.exit(EXIT_PASS if results["verdict"]["verdict"] == "pass" else EXIT_POLICY_FAIL)
+        click.echo(render_checklist(result), nl=False)
+    sys.exit(EXIT_PASS if result.passed else EXIT_POLICY_FAIL)
 
 
 def _size(n: int) -> str:
@@ -287,7 +243,7 @@ def cache_info_cmd(as_json: bool) -> None:
     """Where the cache is and what it holds."""
     import json
 
-    from .cache import cache_info
+    from .backends.cache import cache_info
 
     info = cache_info()
     if as_json:
@@ -309,8 +265,8 @@ def cache_info_cmd(as_json: bool) -> None:
               help="Also remove converted base models and NLTK data (rebuilt on the next audit).")
 def cache_clear_cmd(everything: bool) -> None:
     """Delete cached generations (with --all: the whole cache)."""
-    from .cache import clear_cache
-    from .cachedir import cache_dir
+    from .backends.cache import clear_cache
+    from .util.files import cache_dir
 
     removed = clear_cache(everything=everything)
     Console(highlight=False).print(f"removed {removed['files']} files ({_size(removed['bytes'])}) "
@@ -340,7 +296,7 @@ def main() -> None:
             raise
         console.print(f"[red]internal error:[/] {_t(type(e).__name__)}: {_t(' '.join(str(e).split()))} "
                       "(set AUDITOR_DEBUG=1 for the traceback)", soft_wrap=True)
-        sys.exit(3)
+        sys.exit(EXIT_INTERNAL_ERROR)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Errors that end an audit with exit code 2 (usage / input error).
+"""The exit codes of ``audit``, and the error that ends an audit with exit code 2 (usage / input error).
 
 Every fault in what the user handed us (an adapter, a policy, a suite file,
 a base model folder) is raised as :class:`AuditInputError`, which the CLI
@@ -15,6 +15,8 @@ from pathlib import Path
 EXIT_PASS = 0
 EXIT_POLICY_FAIL = 1
 EXIT_INPUT_ERROR = 2
+#: an internal fault (a bug, or an engine that failed for reasons of its own): one line, no traceback
+EXIT_INTERNAL_ERROR = 3
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")

@@ -57,11 +57,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from auditor.cachedir import cache_dir  # noqa: E402
-from auditor.generate import HFBackend  # noqa: E402
-from auditor.models import resolve_base  # noqa: E402
-from auditor.plan import load_suite, plan_requests  # noqa: E402
-from auditor.sources import local_benchmark_file  # noqa: E402
+from auditor.util.files import cache_dir  # noqa: E402
+from auditor.backends.hf import HFBackend  # noqa: E402
+from auditor.inspect.base_model import resolve_base  # noqa: E402
+from auditor.suite.manifest import load_suite  # noqa: E402
+from auditor.suite.plan import plan_requests  # noqa: E402
+from auditor.suite.benchmarks import local_benchmark_file  # noqa: E402
 from raw_generate import raw_generate_loop  # noqa: E402  (benchmarks/, the script's own folder)
 
 DEMO = ROOT / "examples" / "adapters"
@@ -188,8 +189,8 @@ def part_a(suite, base, batch_size: int) -> dict:
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from auditor.cache import adapter_digest
-    from auditor.inspection import inspect_adapter
+    from auditor.util.hashing import adapter_digest
+    from auditor.inspect.adapter import inspect_adapter
 
     info = inspect_adapter(str(TERSE), base.path, base.name)
     adapters = {"adapter": (TERSE, adapter_digest(info.sha256, TERSE / "adapter_config.json"))}
@@ -222,9 +223,9 @@ def part_a_vllm(suite, base) -> dict:
     from vllm.inputs import TokensPrompt
     from vllm.lora.request import LoRARequest
 
-    from auditor.cache import adapter_digest
-    from auditor.generate_vllm import VLLMBackend
-    from auditor.inspection import inspect_adapter
+    from auditor.util.hashing import adapter_digest
+    from auditor.backends.vllm_engine import VLLMBackend
+    from auditor.inspect.adapter import inspect_adapter
 
     info = inspect_adapter(str(TERSE), base.path, base.name)
     adapters = {"adapter": (TERSE, adapter_digest(info.sha256, TERSE / "adapter_config.json"))}
@@ -261,7 +262,7 @@ def part_a_vllm(suite, base) -> dict:
 
 def part_c_lm_eval(tasks: Path, base, n: int, batch_size: int) -> dict:
     """lm-evaluation-harness CLI, hf backend: the base run, then the adapter run with peft= (two processes)."""
-    from auditor.ifeval_support import ensure_punkt
+    from auditor.scorers.ifeval_checkers import ensure_punkt
 
     env = {**os.environ, "NLTK_DATA": str(ensure_punkt())}  # the harness's IFEval checkers, offline
     times = {}

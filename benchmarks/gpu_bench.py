@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from auditor.generate import HFBackend  # noqa: E402
+from auditor.backends.hf import HFBackend  # noqa: E402
 from auditor.records import Item, Request  # noqa: E402
 from raw_generate import raw_generate_loop  # noqa: E402  (benchmarks/, the script's own folder)
 

@@ -20,13 +20,17 @@ import sys
 import time
 from pathlib import Path
 
-from auditor.compare import compare_metrics
-from auditor.generate import HFBackend
-from auditor.ifeval_support import ensure_punkt
-from auditor.models import resolve_base
-from auditor.plan import Capability, Suite, _item_from_row, plan_requests
-from auditor.score import SCORER_METRICS, score_all
-from auditor.sources import read_ifeval
+from auditor.analysis.compare import compare_metrics
+from auditor.backends.hf import HFBackend
+from auditor.scorers.ifeval_checkers import ensure_punkt
+from auditor.inspect.base_model import resolve_base
+from auditor.records import Capability, Suite
+from auditor.suite.items import item_from_row
+from auditor.suite.specs import CapabilitySpec, SourceSpec
+from auditor.suite.plan import plan_requests
+from auditor.scorers import metrics_of
+from auditor.scorers import score_all
+from auditor.suite.benchmarks.ifeval import read_ifeval
 
 
 def main() -> int:
@@ -43,13 +47,13 @@ def main() -> int:
     args = ap.parse_args()
 
     ensure_punkt()
-    cap = {"name": "ifeval", "group": "HOW", "scorer": "ifeval", "prompt_template": "{prompt}",
-           "max_new_tokens": args.max_new_tokens}
+    cap = CapabilitySpec(0, "ifeval", "HOW", "ifeval", SourceSpec(frozenset({"path"}), path=str(args.data_file)),
+                         args.max_new_tokens)
     rows = read_ifeval(args.data_file).rows  # the loader audits use (checks every record)
     rows = rows[: args.limit] if args.limit else rows
-    items = tuple(_item_from_row(cap, r, args.data_file, k + 1) for k, r in enumerate(rows))
+    items = tuple(item_from_row(cap, r, args.data_file, k + 1) for k, r in enumerate(rows))
     suite = Suite("ifeval-full", 1, str(args.data_file),
-                  (Capability("ifeval", "HOW", "ifeval", SCORER_METRICS["ifeval"]),), items)
+                  (Capability("ifeval", "HOW", "ifeval", metrics_of("ifeval")),), items)
     base = resolve_base(None)
     done: dict[str, dict] = {}
     if args.save.is_file():
@@ -59,7 +63,7 @@ def main() -> int:
                 done[rec["id"]] = rec
     t0 = time.perf_counter()
     if args.backend == "vllm":
-        from auditor.generate_vllm import VLLMBackend
+        from auditor.backends.vllm_engine import VLLMBackend
 
         backend = VLLMBackend(base.path, None, engine_args={"max_model_len": 2048})
     else:

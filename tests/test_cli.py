@@ -9,8 +9,8 @@ import jsonschema
 import pytest
 import xmlschema
 
-from auditor.report import schema_error
-from conftest import AUDIT, DEMO_ADAPTERS, MEDICAL, ROOT, write_adapter
+from auditor.reports.results_file import schema_error
+from conftest import AUDIT, DEMO_ADAPTERS, MEDICAL, ROOT, needs_shared, write_adapter
 
 SCHEMAS = ROOT / "tests" / "schemas"
 
@@ -47,6 +47,7 @@ def test_policy_typo_names_key_path(tmp_path, cli):
                           "metrics.math.numeric_match.max_dorp_pts (line 4)")
 
 
+@needs_shared
 def test_usage_errors_are_one_line(tmp_path):
     assert_one_line_error(audit(MEDICAL, "--limit", "0"), "--limit")
     assert_one_line_error(audit(MEDICAL, "--capability", "poetry"), "poetry")
@@ -124,6 +125,7 @@ def test_mislabelled_adapter_is_a_label_mismatch(tmp_path):
     assert "label mismatch" in html and "DriftScore" in html and "Verdict: FAIL" in html
 
 
+@needs_shared
 @pytest.mark.slow
 def test_third_party_adapter_audits_with_base_mismatch_warning(tmp_path):
     out = tmp_path / "med"
@@ -134,7 +136,7 @@ def test_third_party_adapter_audits_with_base_mismatch_warning(tmp_path):
     assert any("SmolLM-135M-Instruct" in w for w in r["verdict"]["warnings"])
     assert [x["outcome"] for x in r["verdict"]["rules"] if x["rule"] == "declared base matches"] == ["warn"]
     assert "declares base" in (out / "report.html").read_text()
-    from auditor.plan import load_suite
+    from auditor.suite.manifest import load_suite
 
     smoke = {c.name for c in load_suite("smoke", limit=1).capabilities}
     assert {i["id"].split("/")[0] for i in r["items"]} == smoke == {c["capability"] for c in r["comparisons"]}
@@ -217,5 +219,6 @@ def test_three_runs_give_byte_identical_results_apart_from_timestamps_and_durati
         assert c["ci_low"] <= c["delta"] <= c["ci_high"] and c["test"] and 0 <= c["p_value"] <= 1
 
 
+@needs_shared
 def test_missing_data_dir_is_a_usage_error(tmp_path):
     assert_one_line_error(audit(MEDICAL, "--data-dir", tmp_path / "nope", "--out", tmp_path / "o"), "--data-dir")

@@ -22,7 +22,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from auditor.errors import AuditInputError
-from auditor.inspection import inspect_adapter, preflight_adapter
+from auditor.inspect.adapter import inspect_adapter, preflight_adapter
 from conftest import HIDDEN, KV, write_adapter
 from test_cli import assert_one_line_error, audit
 
@@ -286,7 +286,7 @@ def test_partial_or_misshapen_dora_is_refused(cli, tmp_path):
 
 @pytest.mark.slow
 def test_dora_runs_on_the_hf_backend_even_when_the_config_denies_it(tmp_path, base_model):
-    from auditor.generate import HFBackend
+    from auditor.backends.hf import HFBackend
     from auditor.records import Item, Request
 
     a = _dora(tmp_path / "a", use_dora=False)
@@ -501,8 +501,8 @@ _yaml_value = st.recursive(
 def test_fuzz_policy_loader_reaches_only_the_clean_error(tmp_path_factory, doc, version, junk):
     import yaml
 
-    from auditor.judge import load_policy
-    from auditor.plan import preset_metric_units
+    from auditor.policy.loading import load_policy
+    from auditor.suite.manifest import preset_metric_units
 
     units = preset_metric_units()
     p = tmp_path_factory.mktemp("fz") / "policy.yaml"
@@ -519,7 +519,7 @@ def test_fuzz_policy_loader_reaches_only_the_clean_error(tmp_path_factory, doc, 
 def test_policy_that_would_stall_the_parser_is_refused_quickly(tmp_path, text, needle):
     import time
 
-    from auditor.judge import load_policy
+    from auditor.policy.loading import load_policy
 
     p = tmp_path / "p.yaml"
     p.write_text(text)
@@ -530,7 +530,7 @@ def test_policy_that_would_stall_the_parser_is_refused_quickly(tmp_path, text, n
 
 
 def test_model_card_front_matter_that_would_stall_the_parser_gives_no_label(tmp_path):
-    from auditor.inspection import model_card_label
+    from auditor.inspect.model_card import model_card_label
 
     a = write_adapter(tmp_path / "a", card="---\nnominal_label: " + "[" * 40_000 + "\n---\n")
     assert model_card_label(a)[0] is None

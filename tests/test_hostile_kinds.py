@@ -16,7 +16,9 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from auditor.errors import AuditInputError
-from auditor.inspection import DEFAULT_MAX_ADAPTER_BYTES, convert_bin_adapter, inspect_adapter, preflight_adapter
+from auditor.inspect.paths import DEFAULT_MAX_ADAPTER_BYTES
+from auditor.inspect.bin_convert import convert_bin_adapter
+from auditor.inspect.adapter import inspect_adapter, preflight_adapter
 from conftest import HIDDEN, write_adapter
 from test_cli import assert_one_line_error
 from test_hostile import Q, _weights
@@ -85,9 +87,10 @@ def test_classifier_head_without_task_type_is_named(cli, tmp_path):
 
 
 def _judged_rules(info, policy_text=None, tmp_path=None):
-    from auditor.compare import drift_score
-    from auditor.judge import judge, load_policy
-    from auditor.plan import load_suite
+    from auditor.analysis.drift import drift_score
+    from auditor.policy.rules import judge
+    from auditor.policy.loading import load_policy
+    from auditor.suite.manifest import load_suite
 
     path = None
     if policy_text is not None:
@@ -285,12 +288,14 @@ def test_bin_adapter_with_the_opt_in_is_converted_and_inspected(tmp_path, base_m
 
 def test_bin_adapter_with_the_opt_in_reaches_the_backend(cli, tmp_path, monkeypatch):
     """Through the CLI: converted, every pre-load check passed, inspected, then stopped where the model would load."""
-    from auditor import audit as audit_module
+    from auditor.backends import BACKENDS, HFBackend
 
-    def stop(*args, **kwargs):
-        raise AuditInputError("test", "stopped where the model would be loaded")
+    class Stop(HFBackend):
+        @classmethod
+        def create(cls, *args, **kwargs):
+            raise AuditInputError("test", "stopped where the model would be loaded")
 
-    monkeypatch.setattr(audit_module, "HFBackend", stop)
+    monkeypatch.setitem(BACKENDS, "hf", Stop)
     a = _bin_adapter(tmp_path / "a")
     proc = cli(a, "--allow-bin", "--backend", "hf", "--capability", "math", "--limit", "1", "--out", tmp_path / "o")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr

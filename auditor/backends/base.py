@@ -1,0 +1,236 @@
+"""What every backend shares, and the interface the pipeline talks to.
+
+:class:`Backend` is the protocol: render an item with the base's chat template, generate a list of
+requests (reading and writing the generation cache), report the settings that key the cache and
+what results.json records of the run. :class:`CachedBackend` implements what all three backends
+share (tokenizer and chat template, so every backend sees the same rendered prompt; the cache
+lookup and write; the stats) and the class-level hooks the pipeline calls before any model loads
+(:meth:`CachedBackend.check_options`, :meth:`CachedBackend.check_adapter`,
+:meth:`CachedBackend.create`). Subclasses load their engine lazily (``model``) and generate.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..records import AdapterConfig, AdapterInfo, AdapterTensor, BaseModel, Generation, Item, Request
+from .cache import GenerationCache, generation_key
+
+if TYPE_CHECKING:
+    from ..options import AuditOptions
+
+
+@dataclass
+class GenerationStats:
+    """Timings and token counts of one generate stage (seconds, tokens)."""
+
+    backend: str
+    load_s: float = 0.0
+    generate_s: float = 0.0
+    new_tokens: dict[str, int] = field(default_factory=dict)
+    batch_size: int | str = 0
+    #: with ``batch_size="auto"``: items per call chosen for each generation budget (tokens → items)
+    batch_sizes_used: dict[int, int] = field(default_factory=dict)
+    #: requests actually generated (cache misses), per variant
+    generated: dict[str, int] = field(default_factory=dict)
+
+
+class Backend(Protocol):
+    """A generation backend (registered in :data:`auditor.backends.BACKENDS`).
+
+    Attributes:
+        name: ``hf``, ``vllm``, ``openai`` (results.json's ``run.backend``; ``run.<name>`` holds
+            :meth:`run_info`).
+        stats: timings and token counts of the run.
+        cache: the generation cache it reads and writes.
+        batch_size: items per call, or ``"auto"``.
+        show_progress: rich progress bars on stderr.
+    """
+
+    name: str
+    stats: GenerationStats
+    cache: GenerationCache
+    batch_size: int | str
+    show_progress: bool
+
+    @property
+    def model_loaded(self) -> bool:
+        """Whether a model (or engine, or client) was loaded: a fully cached audit loads none."""
+
+    def render(self, item: Item) -> str:
+        """The exact prompt string the model sees (the base's chat template applied)."""
+
+    def settings(self) -> dict:
+        """Generation settings and backend versions: part of every cache key."""
+
+    def generate(self, requests: list[Request], split_small: bool = False,
+                 use_cache: bool = True) -> list[Generation]:
+        """One Generation per request, in order (cache hits are not generated again)."""
+
+    def run_info(self, variant: str) -> dict[str, Any] | None:
+        """What results.json records under ``run.<name>`` for one adapter variant (None: nothing)."""
+
+
+class CachedBackend:
+    """What every backend shares: the base's tokenizer and chat template (so every
+    backend sees the same rendered prompt), the generation cache lookup and write,
+    and the stats. Subclasses load their engine lazily (``model``) and generate."""
+
+    name = "?"
+
+    def __init__(self, base_path: Path, adapters: dict[str, tuple[Path, str]] | None, dtype: str,
+                 cache: GenerationCache | None, base_digest: str, batch_size: int | str = 0):
+        from transformers import AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        t0 = time.perf_counter()
+        #: rich progress bar on stderr while generating (the CLI's --quiet turns it off)
+        self.show_progress = True
+        self.base_path, self.dtype = Path(base_path), dtype
+        self.adapters = {v: (Path(p), d) for v, (p, d) in (adapters or {}).items()}
+        if "base" in self.adapters:
+            raise ValueError("'base' is the name of the base variant, not of an adapter")
+        self.tokenizer = AutoTokenizer.from_pretrained(str(base_path))
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self._model = None
+        self.stats = GenerationStats(self.name, load_s=time.perf_counter() - t0, batch_size=batch_size)
+        self.batch_size = batch_size
+        self.cache = cache if cache is not None else GenerationCache(None)
+        self.base_digest = base_digest
+
+    @property
+    def model_loaded(self) -> bool:
+        return self._model is not None
+
+    @property
+    def model(self):
+        """The engine (model, vLLM engine or API client), loaded on first use: a fully cached audit
+        never loads it. The time it takes is counted in ``stats.load_s``."""
+        if self._model is None:
+            t0 = time.perf_counter()
+            self._model = self._load()
+            self.stats.load_s += time.perf_counter() - t0
+        return self._model
+
+    def _load(self) -> Any:
+        """Load the engine (called once, by :attr:`model`)."""
+        raise NotImplementedError
+
+    def settings(self) -> dict:
+        """Generation settings and backend versions: part of every cache key."""
+        raise NotImplementedError
+
+    def render(self, item: Item) -> str:
+        """The exact prompt string the model sees (chat template applied)."""
+        return self.tokenizer.apply_chat_template(list(item.messages), tokenize=False, add_generation_prompt=True)
+
+    def run_info(self, variant: str) -> dict[str, Any] | None:
+        """What results.json records under ``run.<name>`` for one adapter variant (None: nothing)."""
+        return None
+
+    # ---------------------------------------------------------- class-level hooks, before any model loads
+
+    @classmethod
+    def check_options(cls, opts: "AuditOptions", n_adapters: int) -> None:
+        """Refuse options this backend cannot run with, before any adapter is read.
+
+        Raises:
+            AuditInputError: naming the option.
+        """
+
+    @classmethod
+    def check_adapter(cls, weights: Path, cfg: AdapterConfig, tensors: list[AdapterTensor]) -> None:
+        """Refuse, from its config and tensor names, an adapter this backend cannot serve.
+
+        Raises:
+            AuditInputError: naming the weights file and what is not served.
+        """
+
+    @classmethod
+    def create(cls, opts: "AuditOptions", base: BaseModel, adapters: dict[str, tuple[Path, str]],
+               infos: list[AdapterInfo], cache: GenerationCache, base_digest: str,
+               variants: list[str]) -> "CachedBackend":
+        """The backend for one run: ``adapters`` maps each variant to (folder, content digest)."""
+        raise NotImplementedError
+
+    def _decode(self, row: list[int]) -> tuple[str, int]:
+        """Text and token count of one answer, cut after the first EOS (which is counted)."""
+        n = len(row)
+        eos = self.tokenizer.eos_token_id
+        if eos in row:
+            n = row.index(eos) + 1
+        return self.tokenizer.decode(row[:n], skip_special_tokens=True), n
+
+    def _lookup(self, requests: list[Request], use_cache: bool) -> "_Pending":
+        """Render every item, look every request up in the cache; what misses is left to generate.
+
+        Raises:
+            ValueError: an adapter request was given but no adapter is loaded.
+        """
+        variants = sorted({r.variant for r in requests}, key=lambda v: (v != "base", v))
+        unknown = [v for v in variants if v != "base" and v not in self.adapters]
+        if unknown:
+            raise ValueError(f"no adapter loaded for variant {unknown[0]!r}")
+        items = list({r.item.id: r.item for r in requests}.values())
+        rendered = {it.id: self.render(it) for it in items}
+        p = _Pending(variants, rendered, self.cache if use_cache else GenerationCache(None))
+        settings = self.settings()
+        for r in requests:
+            if (r.item.id, r.variant) in p.keys:
+                continue
+            key = generation_key(base=self.base_digest,
+                                 adapter=None if r.variant == "base" else self.adapters[r.variant][1],
+                                 messages=r.item.messages, max_new_tokens=r.item.max_new_tokens,
+                                 rendered=rendered[r.item.id], settings=settings)
+            p.keys[(r.item.id, r.variant)] = key
+            hit = p.cache.get(key, r.variant)
+            if hit is not None:
+                p.results[(r.item.id, r.variant)] = Generation(r.item.id, r.variant, hit[0], hit[1])
+            else:
+                p.todo[r.variant].append(r.item)
+        return p
+
+    def _record(self, p: "_Pending", item: Item, variant: str, text: str, n: int) -> None:
+        """Keep one fresh answer: in the results, the stats and the cache."""
+        p.results[(item.id, variant)] = Generation(item.id, variant, text, n)
+        self.stats.new_tokens[variant] = self.stats.new_tokens.get(variant, 0) + n
+        self.stats.generated[variant] = self.stats.generated.get(variant, 0) + 1
+        p.cache.put(p.keys[(item.id, variant)], text, n, {"base": self.base_digest, "backend": self.name,
+                                                          "adapter": None if variant == "base"
+                                                          else self.adapters[variant][1]})
+
+    def _progress(self) -> Progress:
+        return Progress(TextColumn("[bold]generate[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), transient=False, console=Console(stderr=True),
+                        disable=not self.show_progress)
+
+
+@dataclass
+class _Pending:
+    """One ``generate`` call's bookkeeping: answers so far, cache keys, and what is left per variant."""
+
+    variants: list[str]
+    rendered: dict[str, str]
+    cache: GenerationCache
+    results: dict[tuple[str, str], Generation] = field(default_factory=dict)
+    keys: dict[tuple[str, str], str] = field(default_factory=dict)
+    todo: dict[str, list[Item]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.todo = {v: [] for v in self.variants}
+
+    @property
+    def n_todo(self) -> int:
+        return sum(len(v) for v in self.todo.values())
+
+    def ordered(self, requests: list[Request]) -> list[Generation]:
+        return [self.results[(r.item.id, r.variant)] for r in requests]

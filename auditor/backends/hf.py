@@ -1,0 +1,306 @@
+"""The ``hf`` backend: transformers + peft, on the CPU or one GPU.
+
+Loads the base once, attaches the adapter with ``PeftModel.from_pretrained`` and produces the base
+variant with the adapter disabled (``disable_adapter()``). Decoding is greedy; prompts are rendered
+with the base's chat template and batched with left padding. On the CPU the base and adapter
+requests of an item are generated in the same ``generate`` call (peft's mixed-adapter batches), so
+the paired comparison is not confounded by padding and the weights are read once per step for both.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+from ..records import AdapterInfo, BaseModel, Generation, Item, Request
+from ..util.versions import versions
+from .base import CachedBackend
+from .cache import GenerationCache
+
+if TYPE_CHECKING:
+    from ..options import AuditOptions
+
+
+def _free_memory_bytes(device: str) -> int:
+    """Free memory where the KV cache will live: ``torch.cuda.mem_get_info`` on a GPU,
+    ``MemAvailable`` from /proc/meminfo on the CPU (bytes)."""
+    import torch
+
+    if device.startswith("cuda"):
+        return int(torch.cuda.mem_get_info(torch.device(device))[0])
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+
+
+def auto_batch_size(config: Any, max_len: int, rows_per_item: int, free_bytes: int, dtype_bytes: int,
+                    cap: int, fraction: float = 0.5) -> int:
+    """Items per ``generate`` call whose KV cache fits in ``fraction`` of the free memory.
+
+    Per row (one item under one variant), for a sequence of ``max_len``
+    tokens (longest prompt + budget): the KV cache, 2 × layers × kv_heads ×
+    head_dim × ``dtype_bytes`` × ``max_len``; one layer's keys and values
+    expanded to all query heads (grouped-query attention does this in
+    transformers' eager/SDPA path); one row of fp32 logits. Each item takes
+    ``rows_per_item`` rows (its variants). The result is clamped to [1, ``cap``].
+    """
+    layers = int(config.num_hidden_layers)
+    heads = int(config.num_attention_heads)
+    kv_heads = int(getattr(config, "num_key_value_heads", None) or heads)
+    head_dim = int(getattr(config, "head_dim", None) or config.hidden_size // heads)
+    per_row = (2 * layers * kv_heads + 2 * heads) * head_dim * dtype_bytes * max_len + 4 * int(config.vocab_size)
+    fit = int(fraction * free_bytes) // max(1, per_row * max(1, rows_per_item))
+    return max(1, min(cap, fit))
+
+
+def _batches(items: list[Item], batch_size: int | Callable[[int, list[Item]], int], prompt_len: dict[str, int],
+             split_small: bool = False) -> Iterable[list[Item]]:
+    """Group by generation budget, sort by prompt length (few pads), cut into batches.
+
+    ``batch_size``: items per batch, or a function of (budget, the budget's
+    items) giving it per group. ``split_small``: a budget group that fits in
+    one batch is cut in two anyway, so a replay (noise floor) really changes
+    every batch's composition.
+    """
+    by_budget: dict[int, list[Item]] = {}
+    for it in items:
+        by_budget.setdefault(it.max_new_tokens, []).append(it)
+    for budget in sorted(by_budget):
+        group = sorted(by_budget[budget], key=lambda i: (prompt_len[i.id], i.id))
+        size = batch_size(budget, group) if callable(batch_size) else batch_size
+        if split_small and 1 < len(group) <= batch_size:
+            size = (len(group) + 1) // 2
+        for k in range(0, len(group), size):
+            yield group[k:k + size]
+
+
+def _drop_adapter_names_hooks(model: Any) -> None:
+    """Remove the pre-forward hooks that peft's ``generate(adapter_names=...)`` left on
+    the LoRA layers: peft removes them after a normal return only (no ``finally``
+    in ``LoraModel._enable_peft_forward_hooks``), so after a refused mixed batch
+    every later call would still get the stale ``adapter_names``."""
+    for m in model.modules():
+        for hook_id, hook in list(m._forward_pre_hooks.items()):
+            if getattr(getattr(hook, "func", None), "__name__", "") == "_adapter_names_pre_forward_hook":
+                del m._forward_pre_hooks[hook_id]
+                m._forward_pre_hooks_with_kwargs.pop(hook_id, None)
+
+
+def _holds_dora(folder: Path) -> bool:
+    """Whether the adapter's weights hold DoRA magnitudes (header only; see :mod:`auditor.inspect.tensors`)."""
+    from safetensors import safe_open
+
+    from peft.utils import SAFETENSORS_WEIGHTS_NAME as WEIGHTS_NAME  # the file auditor.inspect.paths.WEIGHTS_NAME names
+
+    with safe_open(str(folder / WEIGHTS_NAME), framework="pt") as f:
+        return any("lora_magnitude_vector" in k for k in f.keys())
+
+
+def _as_the_tensors_say(folder: Path, dora: bool, scratch: Path) -> Path:
+    """The adapter folder PEFT should load: ``folder`` itself, or, when ``use_dora`` in
+    its config disagrees with the weights (``dora``: they hold DoRA magnitudes;
+    the tensors decide), ``scratch`` holding a corrected copy of the config and a
+    link to the weights."""
+    from peft.utils import CONFIG_NAME, SAFETENSORS_WEIGHTS_NAME as WEIGHTS_NAME
+
+    cfg = json.loads((folder / CONFIG_NAME).read_text(encoding="utf-8"))
+    if bool(cfg.get("use_dora")) == dora:
+        return folder
+    scratch.mkdir(parents=True)
+    (scratch / CONFIG_NAME).write_text(json.dumps(cfg | {"use_dora": dora}), encoding="utf-8")
+    (scratch / WEIGHTS_NAME).symlink_to((folder / WEIGHTS_NAME).resolve())
+    return scratch
+
+
+class HFBackend(CachedBackend):
+    """transformers + peft generation on CPU (or one GPU), fp32 by default.
+
+    One base load serves every variant: the base (adapters disabled) and each
+    adapter (``PeftModel.load_adapter`` + ``set_adapter``).
+
+    Args:
+        base_path: local HF model folder of the base.
+        adapters: variant name → (PEFT adapter folder, content digest), e.g.
+            ``{"adapter": (path, digest)}``; empty or None to run the base only.
+        batch_size: items per ``generate`` call (each with every variant it
+            still needs), or ``"auto"``: per generation budget, as many as
+            fit in half the free memory (:func:`auto_batch_size`), at most
+            64 on the CPU and 256 on a GPU.
+        dtype: torch dtype name (``float32`` keeps greedy decoding comparable
+            across backends).
+        cache: the generation cache (default: disabled).
+        base_digest: content digest of the base folder (:func:`auditor.util.hashing.folder_digest`).
+        device: ``"auto"`` (the first CUDA GPU when torch sees one, else the
+            CPU), or a torch device name such as ``"cpu"`` or ``"cuda:1"``.
+        mix_variants: generate the base and adapter rows of a batch in one
+            ``generate`` call (peft mixed-adapter batch); a call then holds up
+            to ``batch_size`` items × the number of variants. ``"auto"`` (the
+            default) mixes on the CPU, where decoding is bound by reading the
+            weights and one pass serves every variant, and not on a GPU, where
+            eager decoding is bound by kernel launches and peft's per-row
+            adapter routing adds launches to every LoRA layer (one H200,
+            Llama-8B shape: mixed batches ran at 0.74 of raw ``generate``;
+            ``benchmarks/gpu_bench.py``). The items of a batch are the same for
+            every variant either way (same padding).
+    """
+
+    name = "hf"
+
+    def __init__(self, base_path: Path, adapters: dict[str, tuple[Path, str]] | None, batch_size: int | str = 24,
+                 dtype: str = "float32", cache: GenerationCache | None = None, base_digest: str = "",
+                 mix_variants: bool | str = "auto", device: str = "auto"):
+        import torch
+
+        super().__init__(base_path, adapters, dtype, cache, base_digest, batch_size)
+        self.torch = torch
+        self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+        #: variant → its weights hold DoRA magnitudes (loaded as DoRA whatever use_dora says)
+        self.dora = {v: _holds_dora(p) for v, (p, _) in self.adapters.items()}
+        #: put rows of several variants in one generate call (peft mixed-adapter batches; not with
+        #: DoRA, which peft refuses there, and a refused call leaves peft's adapter_names hooks behind)
+        if mix_variants == "auto":
+            mix_variants = not self.device.startswith("cuda")
+        self.mix_variants = bool(mix_variants) and not any(self.dora.values())
+
+    @classmethod
+    def create(cls, opts: "AuditOptions", base: BaseModel, adapters: dict[str, tuple[Path, str]],
+               infos: list[AdapterInfo], cache: GenerationCache, base_digest: str,
+               variants: list[str]) -> "HFBackend":
+        return cls(base.path, adapters, batch_size=opts.batch_size, dtype=opts.dtype, cache=cache,
+                   base_digest=base_digest)
+
+    def _load(self):
+        """The base model with every adapter attached (each as its own peft adapter, named by its variant)."""
+        from transformers import AutoModelForCausalLM
+
+        model = AutoModelForCausalLM.from_pretrained(str(self.base_path), dtype=getattr(self.torch, self.dtype),
+                                                     device_map=self.device)
+        with tempfile.TemporaryDirectory(prefix="auditor-adapter-") as tmp:
+            for k, (variant, (path, _)) in enumerate(self.adapters.items()):
+                path = _as_the_tensors_say(path, self.dora[variant], Path(tmp) / variant)
+                if k == 0:
+                    from peft import PeftModel
+
+                    model = PeftModel.from_pretrained(model, str(path), adapter_name=variant)
+                else:
+                    model.load_adapter(str(path), adapter_name=variant)
+        return model.eval()
+
+    def settings(self) -> dict:
+        """Generation settings and backend versions: part of every cache key."""
+        return {"backend": self.name, "device": self.device.split(":")[0], "decoding": "greedy", "dtype": self.dtype,
+                "batch_size": self.batch_size, "mixed_variants": self.mix_variants,
+                "versions": versions(("torch", "transformers", "peft"))}
+
+    def _generate_batch(self, prompts: list[str], max_new_tokens: int,
+                        adapter_names: list[str] | None = None) -> list[tuple[str, int]]:
+        torch = self.torch
+        enc = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+        extra = {"adapter_names": adapter_names} if adapter_names is not None else {}
+        model = self.model  # a lazy load must not happen inside inference_mode (its tensors could not be switched)
+        with torch.inference_mode():
+            out = model.generate(
+                **enc, max_new_tokens=max_new_tokens, do_sample=False, temperature=None, top_p=None, top_k=None,
+                pad_token_id=self.tokenizer.pad_token_id, **extra,
+            )
+        new = out[:, enc["input_ids"].shape[1]:]
+        return [self._decode(row) for row in new.tolist()]
+
+    def _generate_rows(self, rows: list[tuple[Item, str]], prompts: list[str]) -> list[tuple[str, int]]:
+        """Generate one batch whose rows may belong to different variants.
+
+        Rows of several variants go into one ``generate`` call with peft's
+        mixed-adapter batches (``adapter_names``, ``"__base__"`` for the base),
+        so the weights are read once per decoding step for all of them
+        (decoding is memory-bound). DoRA adapters are never mixed (peft refuses
+        it; decided at construction); where peft refuses a mixed batch anyway,
+        the hooks it leaves behind are dropped and the rows are generated
+        variant by variant.
+        """
+        budget = rows[0][0].max_new_tokens
+        variants = sorted({v for _, v in rows})
+        if not self.adapters:
+            return self._generate_batch(prompts, budget)
+        if len(variants) > 1 and self.mix_variants:
+            try:
+                return self._generate_batch(prompts, budget, ["__base__" if v == "base" else v for _, v in rows])
+            except (ValueError, TypeError, NotImplementedError):
+                self.mix_variants = False
+                _drop_adapter_names_hooks(self.model)
+        out: dict[int, tuple[str, int]] = {}
+        for variant in variants:
+            idx = [k for k, (_, v) in enumerate(rows) if v == variant]
+            sub = [prompts[k] for k in idx]
+            if variant == "base":
+                with self.model.disable_adapter():
+                    res = self._generate_batch(sub, budget)
+            else:
+                self.model.set_adapter(variant)
+                res = self._generate_batch(sub, budget)
+            out.update(zip(idx, res))
+        return [out[k] for k in range(len(rows))]
+
+    def _batch_size_for(self, plen: dict[str, int], n_variants: int) -> int | Callable[[int, list[Item]], int]:
+        """``batch_size`` for :func:`_batches`: the fixed number, or with ``"auto"`` a
+        function choosing it per budget group (:func:`auto_batch_size`), recorded in the stats."""
+        if self.batch_size != "auto":
+            return int(self.batch_size)
+        cap = 256 if self.device.startswith("cuda") else 64
+        dtype_bytes = self.torch.finfo(getattr(self.torch, self.dtype)).bits // 8
+        free = _free_memory_bytes(self.device)
+
+        def size(budget: int, group: list[Item]) -> int:
+            n = auto_batch_size(self.model.config, max(plen[i.id] for i in group) + budget, n_variants, free,
+                                dtype_bytes, cap)
+            self.stats.batch_sizes_used[budget] = n
+            return n
+
+        return size
+
+    def generate(self, requests: list[Request], split_small: bool = False, use_cache: bool = True) -> list[Generation]:
+        """Generate all requests; returns one Generation per request (same order).
+
+        Requests found in the cache are not generated. The items with any
+        miss are batched by :func:`_batches` (budget group, prompt length) and
+        each batch carries every variant its items still need, in one
+        ``generate`` call where peft allows (:meth:`_generate_rows`).
+        ``split_small`` cuts budget groups that fit in one batch in two (see
+        :func:`_batches`); ``use_cache=False`` neither reads nor writes the cache
+        (the noise-floor replay).
+
+        Raises:
+            ValueError: an ``adapter`` request was given but no adapter is loaded.
+        """
+        p = self._lookup(requests, use_cache)
+        variants, todo, rendered = p.variants, p.todo, p.rendered
+        if p.n_todo == 0:
+            return p.ordered(requests)
+        # items with anything to generate; each batch carries every missing variant of its items,
+        # so base and adapter answers of an item come from the same generate call (same padding)
+        todo_items = list({it.id: it for v in variants for it in todo[v]}.values())
+        missing = {v: {it.id for it in todo[v]} for v in variants}
+        plen = {it.id: len(self.tokenizer(rendered[it.id], add_special_tokens=False)["input_ids"])
+                for it in todo_items}
+        self.model  # load before the clock starts: generate_s is generation only
+        t0 = time.perf_counter()
+        with self._progress() as progress:
+            desc = ", ".join(f"{len(todo[v])} {v}" for v in variants if todo[v])
+            task = progress.add_task(f"hf · {desc}", total=p.n_todo)
+            size = self._batch_size_for(plen, sum(1 for v in variants if missing[v]))
+            for batch in _batches(todo_items, size, plen, split_small):
+                rows = [(it, v) for v in variants for it in batch if it.id in missing[v]]
+                outs = self._generate_rows(rows, [rendered[it.id] for it, _ in rows])
+                for (it, variant), (text, n) in zip(rows, outs):
+                    self._record(p, it, variant, text, n)
+                progress.advance(task, len(rows))
+        self.stats.generate_s += time.perf_counter() - t0
+        return p.ordered(requests)

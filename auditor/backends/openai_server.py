@@ -1,0 +1,227 @@
+"""The ``openai`` backend: generation through an OpenAI-compatible server (``--backend openai --endpoint URL``).
+
+For bases that do not fit the machine the audit runs on: any server that
+speaks the OpenAI completions API and serves the base and every adapter under
+a name, e.g. ``vllm serve BASE --enable-lora --lora-modules name=path``. The
+base variant is requested with the base's served name, each adapter with its
+own. Prompts are the base's chat template rendered locally exactly as the
+other backends render it, sent as **token ids** (no second tokenization on
+the server, no BOS added), decoded greedily (``temperature=0``) with the
+item's ``max_new_tokens``.
+
+Before any prompt is sent, the server's model list (``GET /models``) must show
+the base and every adapter: an adapter is found by the name given with
+``--served-adapter``, else by vLLM's ``root`` field (the path it was loaded
+from) matching the adapter folder, else by its folder name. A server that
+cannot be reached or an adapter it does not serve is a one-line error (exit 2).
+
+Requests go out with bounded concurrency (``--concurrency``), a timeout per
+request and retries with exponential backoff (the ``openai`` client's own);
+every answer is put in the generation cache as it arrives, so an interrupted
+audit keeps what it got. The cache key covers the endpoint's served names and
+the ``root`` the server reports, besides what it covers for every backend;
+the server's weights themselves cannot be hashed from here, so the report
+says which server and names answered.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import AuditInputError
+from ..util.versions import versions
+from ..records import AdapterInfo, BaseModel, Generation, Item, Request
+from .base import CachedBackend
+from .cache import GenerationCache
+
+if TYPE_CHECKING:
+    from ..options import AuditOptions
+
+
+class OpenAIBackend(CachedBackend):
+    """Generation through an OpenAI-compatible completions endpoint.
+
+    Args:
+        base_path: local HF model folder of the base (its tokenizer and chat
+            template render the prompts; its files key the cache).
+        adapters: variant name → (PEFT adapter folder, content digest).
+        endpoint: the server's API root, e.g. ``http://127.0.0.1:8000/v1``.
+        served_base: the base's served model name (None: the one model of the
+            list that is not a LoRA, or the base's name).
+        served_names: variant → served name given by the user (others are found, see the module doc).
+        concurrency: requests in flight at once.
+        timeout_s: seconds per request before it is retried.
+        max_retries: retries per request (exponential backoff, by the ``openai`` client).
+        cache, base_digest: as for :class:`auditor.backends.hf.HFBackend`.
+    """
+
+    name = "openai"
+
+    def __init__(self, base_path: Path, adapters: dict[str, tuple[Path, str]] | None, endpoint: str,
+                 served_base: str | None = None, served_names: dict[str, str] | None = None,
+                 concurrency: int = 8, timeout_s: float = 300.0, max_retries: int = 4,
+                 cache: GenerationCache | None = None, base_digest: str = "", base_name: str = ""):
+        super().__init__(base_path, adapters, "server", cache, base_digest, batch_size=concurrency)
+        self.endpoint = endpoint.rstrip("/")
+        self.concurrency, self.timeout_s, self.max_retries = concurrency, timeout_s, max_retries
+        self.base_name = base_name
+        self._served_base, self._served_given = served_base, dict(served_names or {})
+        #: variant ("base" included) → (served name, the root the server reports or None)
+        self.served: dict[str, tuple[str, str | None]] = {}
+
+    @classmethod
+    def check_options(cls, opts: "AuditOptions", n_adapters: int) -> None:
+        """``--endpoint`` is needed, and at most one ``--served-adapter`` per adapter."""
+        if not opts.endpoint:
+            raise AuditInputError("--backend openai", "needs --endpoint URL (the server's API root, e.g. "
+                                                      "http://127.0.0.1:8000/v1)")
+
+    @classmethod
+    def create(cls, opts: "AuditOptions", base: BaseModel, adapters: dict[str, tuple[Path, str]],
+               infos: list[AdapterInfo], cache: GenerationCache, base_digest: str,
+               variants: list[str]) -> "OpenAIBackend":
+        return cls(base.path, adapters, endpoint=opts.endpoint, served_base=opts.served_base,
+                   served_names=dict(zip(variants, opts.served_adapters)), concurrency=opts.concurrency,
+                   cache=cache, base_digest=base_digest, base_name=base.name)
+
+    # ------------------------------------------------------------------ the server
+
+    def _load(self):
+        """The ``openai`` client, after the server's model list showed the base and every adapter."""
+        import openai
+
+        client = openai.OpenAI(base_url=self.endpoint, api_key=_api_key(), timeout=self.timeout_s,
+                               max_retries=self.max_retries)
+        try:
+            # one retry for the model list: a server that is not up fails the audit in seconds, not
+            # after max_retries rounds of backoff (the generation requests keep max_retries)
+            listed = list(client.with_options(max_retries=1).models.list())
+        except openai.APIConnectionError as e:
+            raise AuditInputError(self.endpoint, f"cannot reach the server ({_cause(e)})") from None
+        except openai.APIStatusError as e:
+            raise AuditInputError(self.endpoint, f"the server refused the model list (HTTP {e.status_code})") from None
+        self.served = self.match_models([_model_info(m) for m in listed])
+        return client
+
+    def match_models(self, models: list[dict[str, Any]]) -> dict[str, tuple[str, str | None]]:
+        """Variant → (served name, reported root) from the server's model list.
+
+        Args:
+            models: ``[{"id", "root", "parent"}]`` as ``GET /models`` lists them
+                (``root`` and ``parent`` are vLLM's; other servers give ``id`` only).
+
+        Raises:
+            AuditInputError: the base or an adapter is not served, naming what is.
+        """
+        ids = [m["id"] for m in models]
+        listing = ", ".join(ids[:12]) + (" …" if len(ids) > 12 else "") or "none"
+        by_id = {m["id"]: m for m in models}
+        bases = [m for m in models if not m.get("parent")]
+        base = self._served_base or (bases[0]["id"] if len(bases) == 1 else self.base_name)
+        if base not in by_id:
+            raise AuditInputError(self.endpoint, f"base model {base!r} is not served (served: {listing}); "
+                                                 "name it with --served-base")
+        out = {"base": (base, by_id[base].get("root"))}
+        for variant, (path, _) in self.adapters.items():
+            name = self._served_given.get(variant)
+            if name is None:
+                roots = [m for m in models if m.get("root") and _same_path(m["root"], path)]
+                name = roots[0]["id"] if roots else path.name
+            if name not in by_id:
+                raise AuditInputError(path, f"adapter is not served by {self.endpoint} (looked for {name!r}; "
+                                            f"served: {listing}); start the server with --enable-lora "
+                                            f"--lora-modules {path.name}={path}, or name it with --served-adapter")
+            if by_id[name].get("parent") not in (None, base):
+                raise AuditInputError(path, f"served adapter {name!r} belongs to {by_id[name]['parent']!r}, "
+                                            f"not to the base {base!r}")
+            out[variant] = (name, by_id[name].get("root"))
+        return out
+
+    def settings(self) -> dict:
+        """Part of every cache key: the served names and roots, not only our local files."""
+        self.model  # the served names are known once the model list was read
+        return {"backend": self.name, "decoding": "greedy", "endpoint": self.endpoint,
+                "served": {v: list(s) for v, s in sorted(self.served.items())},
+                "versions": versions(("openai", "transformers"))}
+
+    # ------------------------------------------------------------------ generation
+
+    def _complete(self, item: Item, variant: str, token_ids: list[int]) -> tuple[str, int]:
+        import openai
+
+        try:
+            r = self.model.completions.create(model=self.served[variant][0], prompt=token_ids,
+                                              max_tokens=item.max_new_tokens, temperature=0.0, top_p=1.0,
+                                              n=1, seed=0)
+        except openai.APIConnectionError as e:
+            raise AuditInputError(self.endpoint, f"the server stopped answering ({_cause(e)}); the answers "
+                                                 "received so far are in the cache") from None
+        except openai.APIStatusError as e:
+            raise AuditInputError(self.endpoint, f"the server refused a completion for {item.id} "
+                                                 f"({variant}, model {self.served[variant][0]!r}): HTTP "
+                                                 f"{e.status_code}") from None
+        text = r.choices[0].text or ""
+        n = r.usage.completion_tokens if r.usage is not None else len(self.tokenizer(text)["input_ids"])
+        return text, int(n)
+
+    def generate(self, requests: list[Request], split_small: bool = False, use_cache: bool = True) -> list[Generation]:
+        """Generate all requests; one Generation per request, same order.
+
+        Raises:
+            AuditInputError: the server cannot be reached, does not serve the
+                base or an adapter, or fails a request after its retries.
+        """
+        p = self._lookup(requests, use_cache)
+        if p.n_todo == 0:
+            return p.ordered(requests)
+        rows = [(it, v) for v in p.variants for it in p.todo[v]]
+        token_ids = {it.id: self.tokenizer(p.rendered[it.id], add_special_tokens=False)["input_ids"] for it, _ in rows}
+        self.model
+        t0 = time.perf_counter()
+        workers = 1 if split_small else self.concurrency
+        pool = ThreadPoolExecutor(max_workers=workers)
+        try:
+            with self._progress() as progress:
+                task = progress.add_task(f"openai · {len(rows)} requests", total=len(rows))
+                futures = {pool.submit(self._complete, it, v, token_ids[it.id]): (it, v) for it, v in rows}
+                for fut in as_completed(futures):  # each answer is cached as it arrives
+                    it, v = futures[fut]
+                    text, n = fut.result()
+                    self._record(p, it, v, text, n)
+                    progress.advance(task)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)  # after a failure: nothing more is sent
+        self.stats.generate_s += time.perf_counter() - t0
+        return p.ordered(requests)
+
+    def run_info(self, variant: str) -> dict[str, Any]:
+        """What results.json records of the server (``run.openai``)."""
+        return {"endpoint": self.endpoint, "served": {v: {"name": n, "root": r} for v, (n, r) in self.served.items()},
+                "concurrency": self.concurrency, "timeout_s": self.timeout_s, "max_retries": self.max_retries}
+
+
+def _api_key() -> str:
+    import os
+
+    return os.environ.get("OPENAI_API_KEY") or "EMPTY"
+
+
+def _model_info(m: Any) -> dict[str, Any]:
+    extra = getattr(m, "model_extra", None) or {}
+    return {"id": m.id, "root": extra.get("root") or getattr(m, "root", None),
+            "parent": extra.get("parent") or getattr(m, "parent", None)}
+
+
+def _same_path(a: str, b: Path) -> bool:
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except (OSError, ValueError):
+        return False
+
+
+def _cause(e: BaseException) -> str:
+    inner = e.__cause__ or e.__context__
+    return " ".join(str(inner or e).split())[:160]

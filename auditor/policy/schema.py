@@ -1,0 +1,82 @@
+"""The policy file's JSON Schema (draft 2020-12): what keys a policy may have and their ranges."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_ACTION = {"enum": ["fail", "warn"]}
+
+
+_PTS = {"type": "number", "minimum": 0, "maximum": 100}
+
+
+_PCT = {"type": "number", "minimum": 0, "maximum": 10000}
+
+
+MODES = ("point", "confident", "non_inferiority")
+
+
+LIMIT_KEYS = ("max_drop_pts", "max_rise_pts", "max_drop_pct", "max_rise_pct")
+
+POLICY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["version"],
+    "properties": {
+        "version": {"const": 1},
+        "metrics": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "additionalProperties": False,
+                "anyOf": [{"required": [k]} for k in LIMIT_KEYS],
+                "properties": {"max_drop_pts": _PTS, "max_rise_pts": _PTS, "max_drop_pct": _PCT,
+                               "max_rise_pct": _PCT, "mode": {"enum": list(MODES)}, "action": _ACTION},
+            },
+        },
+        "statistics": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "confidence": {"type": "number", "exclusiveMinimum": 0.5, "exclusiveMaximum": 1},
+                "n_resamples": {"type": "integer", "minimum": 200, "maximum": 100000},
+                "seed": {"type": "integer", "minimum": 0},
+                "multiplicity": {"enum": ["bh", "none"]},
+                "min_items": {"type": "integer", "minimum": 1},
+                "on_inconclusive": {"enum": ["pass", "warn", "fail"]},
+            },
+        },
+        "on_noise_floor": _ACTION,
+        "labels": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["target"],
+                "properties": {
+                    "target": {"type": "string"},
+                    "off_target": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                },
+            },
+        },
+        "drift": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "max_drift_score_pts": {"type": "number", "minimum": 0, "maximum": 200},
+                "on_label_mismatch": _ACTION,
+                "on_unknown_label": _ACTION,
+                "on_missing_label": _ACTION,
+                "mode": {"enum": list(MODES)},
+            },
+        },
+        "on_base_mismatch": _ACTION,
+        "on_no_effect": _ACTION,
+        "baseline": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["metrics"],
+            "properties": {"metrics": {"$ref": "#/properties/metrics"}},
+        },
+    },
+}

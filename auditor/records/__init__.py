@@ -1,0 +1,24 @@
+"""Typed records passed between the stages (DESIGN.md §2).
+
+Every stage takes and returns these plain dataclasses, so each stage can be
+tested alone and a run can be re-rendered from ``results.json`` (the whole
+audit's record, :class:`auditor.results.AuditResult`, is built from these).
+
+* :mod:`~auditor.records.inputs`: the adapter config, the base model, what inspection found;
+* :mod:`~auditor.records.items`: suite, items, requests, generations, scores, metric specs;
+* :mod:`~auditor.records.outcomes`: comparisons, DriftScore, rule outcomes, the verdict.
+
+Units used throughout:
+    * a *score* is a fraction in [0, 1] (e.g. numeric match 0.25);
+    * a *delta* is in **points** (percentage points, adapter − base, ×100);
+    * a *relative delta* is in **%** of the base score.
+"""
+
+from .inputs import DECLARED_BASE_STATUSES, LETTERS, AdapterConfig, AdapterInfo, AdapterTensor, BaseModel
+from .items import Capability, Generation, Item, MetricSpec, Request, Score, Suite
+from .outcomes import DriftResult, MetricComparison, NoiseFloor, RuleOutcome, Verdict
+from .plain import to_plain
+
+__all__ = ["DECLARED_BASE_STATUSES", "LETTERS", "AdapterConfig", "AdapterInfo", "AdapterTensor", "BaseModel",
+           "Capability", "Generation", "Item", "MetricSpec", "Request", "Score", "Suite", "DriftResult",
+           "MetricComparison", "NoiseFloor", "RuleOutcome", "Verdict", "to_plain"]

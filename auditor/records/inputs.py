@@ -1,0 +1,172 @@
+"""Records of the inputs: the adapter config, the base model, what inspection found."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: option letters of multiple-choice items (up to ten options)
+LETTERS = "ABCDEFGHIJ"
+
+
+@dataclass(frozen=True)
+class AdapterConfig:
+    """``adapter_config.json``, parsed once at the edge (after its schema check) and handed
+    to every later stage (inspection, the vLLM compatibility check, the backends, the report)
+    as this record, never as the raw mapping (after vLLM's ``PEFTHelper``).
+
+    Attributes:
+        path: the config file.
+        peft_type: ``LORA`` (the only type audited).
+        r: the LoRA rank; ``rank_pattern`` may give modules another one (:meth:`expected_rank`).
+        lora_alpha: the scaling numerator (scale = alpha / r, or alpha / √r with ``use_rslora``);
+            ``r`` when the config has none.
+        target_modules: a list of module names, a regex string, or ``"all-linear"``.
+        base_model_name_or_path: the declared base ("" when none).
+        use_dora, use_rslora, bias, lora_bias, task_type, modules_to_save, rank_pattern,
+        alpha_pattern: as PEFT's ``LoraConfig`` names them.
+    """
+
+    path: str
+    peft_type: str
+    r: int
+    lora_alpha: float
+    target_modules: str | tuple[str, ...]
+    base_model_name_or_path: str = ""
+    use_dora: bool = False
+    use_rslora: bool = False
+    bias: str | None = "none"
+    lora_bias: bool = False
+    task_type: str | None = None
+    modules_to_save: tuple[str, ...] = ()
+    rank_pattern: dict[str, int] = field(default_factory=dict)
+    alpha_pattern: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, cfg: dict[str, Any], path: str | Path) -> "AdapterConfig":
+        """The record of a config mapping that passed ``LORA_CONFIG_SCHEMA`` (auditor.inspect.peft_config)."""
+        targets = cfg["target_modules"]
+        return cls(
+            path=str(path), peft_type=str(cfg["peft_type"]), r=int(cfg["r"]),
+            lora_alpha=float(cfg.get("lora_alpha", cfg["r"])),
+            target_modules=targets if isinstance(targets, str) else tuple(targets),
+            base_model_name_or_path=str(cfg.get("base_model_name_or_path") or ""),
+            use_dora=bool(cfg.get("use_dora")), use_rslora=bool(cfg.get("use_rslora")),
+            bias=cfg.get("bias", "none"), lora_bias=bool(cfg.get("lora_bias")), task_type=cfg.get("task_type"),
+            modules_to_save=tuple(map(str, cfg.get("modules_to_save") or ())),
+            rank_pattern=dict(cfg.get("rank_pattern") or {}), alpha_pattern=dict(cfg.get("alpha_pattern") or {}),
+        )
+
+    @property
+    def target_list(self) -> list[str]:
+        """``target_modules`` as a list (a regex or ``all-linear`` is one entry)."""
+        return [self.target_modules] if isinstance(self.target_modules, str) else list(self.target_modules)
+
+    def targets(self, name: str) -> bool:
+        """Whether PEFT adapts module ``name`` (a dotted module path of the base)."""
+        t = self.target_modules
+        if t == "all-linear":
+            return not name.endswith("lm_head")
+        if isinstance(t, str):
+            return re.fullmatch(t, name) is not None
+        return any(name == x or name.endswith("." + x) for x in t)
+
+    def expected_rank(self, name: str) -> int:
+        """Rank PEFT gives a module: the first matching ``rank_pattern`` key, else ``r``."""
+        for key, rank in self.rank_pattern.items():
+            if re.match(rf"(.*\.)?({key})$", name):
+                return int(rank)
+        return self.r
+
+
+@dataclass(frozen=True)
+class BaseModel:
+    """A base model ready to load with ``from_pretrained``.
+
+    Attributes:
+        name: the name shown in reports (hub id of the original model, or the
+            folder path given by the user).
+        path: local folder with ``config.json``, safetensors weights and a
+            tokenizer with a chat template.
+        source: where it came from (``"embedded:<gguf file>"``, ``"local"`` or ``"hub:<id>@<rev>"``).
+        content_hash: sha256 (hex) identifying the weights' origin: of the
+            GGUF file for the embedded default, over every file's content for
+            a local folder (:func:`auditor.util.hashing.folder_digest`).
+        hub: for a hub id: repo_id, the revision asked for and the resolved commit.
+    """
+
+    name: str
+    path: Path
+    source: str
+    content_hash: str
+    hub: dict | None = None
+
+
+@dataclass(frozen=True)
+class AdapterTensor:
+    """One tensor from the adapter's safetensors header (no data loaded)."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+
+#: ``AdapterInfo.declared_base_status``: ``match`` (the declared base names the audited one),
+#: ``none`` (no base_model_name_or_path), ``local_folder`` (a folder on the training machine whose
+#: name matches), ``unknown`` (the audited base folder records no name), ``mismatch`` (another model)
+DECLARED_BASE_STATUSES = ("match", "none", "local_folder", "unknown", "mismatch")
+
+
+@dataclass
+class AdapterInfo:
+    """What ``inspection`` learned about an adapter without loading a model.
+
+    Attributes:
+        path: the adapter folder.
+        weights_file: the ``adapter_model.safetensors`` file.
+        sha256: hex sha256 of the weights file.
+        peft_type, r, lora_alpha, target_modules: from ``adapter_config.json``.
+        ranks: real rank per adapted module, from the lora_A tensor shapes.
+        n_tensors, size_bytes: of the weights file.
+        declared_base: ``base_model_name_or_path`` from the config ("" if none).
+        nominal_label: from the model card front matter (``nominal_label:``), or None.
+        matched_modules: number of adapted modules found in the base.
+        no_effect: in every module ``lora_A`` or ``lora_B`` is all zero (and there
+            are no DoRA magnitudes or full module copies), so the adapter cannot
+            change the model.
+        warnings: non-fatal findings carried into the report.
+        dora: the weights hold DoRA magnitudes (``lora_magnitude_vector``); decided
+            by the tensors, not by ``use_dora`` in the config.
+        declared_base_status: how ``base_model_name_or_path`` compares with the audited base
+            (:data:`DECLARED_BASE_STATUSES`); the judge's ``declared base matches`` rule acts on
+            ``mismatch``. Not written to results.json (its warning is).
+        declared_base_note: the warning that goes with the status ("" for ``match``).
+        config: the parsed ``adapter_config.json``. Not written to results.json.
+    """
+
+    path: str
+    weights_file: str
+    sha256: str
+    peft_type: str
+    r: int
+    lora_alpha: float
+    target_modules: list[str]
+    ranks: dict[str, int]
+    n_tensors: int
+    size_bytes: int
+    declared_base: str
+    nominal_label: str | None
+    matched_modules: int
+    no_effect: bool = False
+    warnings: list[str] = field(default_factory=list)
+    dora: bool = False
+    declared_base_status: str = field(default="match", compare=False, metadata={"plain": False})
+    declared_base_note: str = field(default="", compare=False, metadata={"plain": False})
+    config: AdapterConfig | None = field(default=None, repr=False, compare=False, metadata={"plain": False})
+
+    @property
+    def max_rank(self) -> int:
+        return max(self.ranks.values()) if self.ranks else self.r
+

@@ -1,0 +1,142 @@
+"""Records of the probe suite and its answers: items, requests, generations, scores, metrics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Item:
+    """One probe item.
+
+    Attributes:
+        id: stable id, unique within the suite (``<capability>/<local id>``).
+        capability: e.g. ``math``, ``over_refusal``, ``ifeval``.
+        group: ``CAN``, ``WILL`` or ``HOW``.
+        messages: chat messages (``[{"role": "user", "content": ...}]``).
+        max_new_tokens: generation budget for this item.
+        target: scorer-specific gold data (gold number, IFEval instruction ids
+            and kwargs, ...).
+        meta: item facts that are not gold data: ``cluster`` (items sharing it
+            are resampled together by the bootstrap, e.g. one question under
+            several contexts), ``context`` (conditional-trigger probe),
+            ``perturbation`` (robustness probe), ``source`` (benchmark file).
+    """
+
+    id: str
+    capability: str
+    group: str
+    messages: tuple[dict[str, str], ...]
+    max_new_tokens: int
+    target: dict[str, Any]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def prompt(self) -> str:
+        return self.messages[-1]["content"]
+
+
+@dataclass(frozen=True)
+class Request:
+    """One generation to run: an item under one variant (``base`` or ``adapter``)."""
+
+    item: Item
+    variant: str
+
+
+@dataclass(frozen=True)
+class Generation:
+    """The model's answer to one request (untrusted text)."""
+
+    item_id: str
+    variant: str
+    text: str
+    n_tokens: int
+
+
+@dataclass(frozen=True)
+class Score:
+    """Scorer output for one generation.
+
+    Attributes:
+        values: metric name → value: a fraction in [0, 1] for ``unit="fraction"``
+            metrics (a pass/fail item is 0.0 or 1.0; IFEval's instruction-level
+            metrics are the fraction followed), a count for count metrics
+            (words, tokens), or None where the metric does not apply to this item.
+        detail: what the scorer saw (extracted number, which instructions failed, ...).
+    """
+
+    item_id: str
+    variant: str
+    values: dict[str, float | None]
+    detail: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """A metric a scorer reports, and how ``analysis`` aggregates it over items.
+
+    Attributes:
+        name: metric name within the capability (e.g. ``numeric_match``).
+        higher_is_better: direction of improvement.
+        weight_key: if set, the per-item value is weighted by ``detail[weight_key]``
+            when aggregated (IFEval instruction-level accuracy is a mean over
+            all instructions, not over prompts).
+        unit: ``"fraction"`` (a rate in [0, 1]; deltas are reported in points)
+            or a count unit such as ``"words"`` / ``"tokens"`` (deltas are
+            reported in that unit and in % of the base).
+        aggregate: ``"mean"`` (mean over the items whose value is not None) or
+            ``"max_gap"``: items are split by ``item.meta[group_key]`` and the
+            metric is the largest difference between the group means
+            (max − min), e.g. the accuracy gap between contexts of the
+            conditional-trigger probe (seed 004).
+        group_key: the ``item.meta`` key that names the group, for ``max_gap``.
+    """
+
+    name: str
+    higher_is_better: bool = True
+    weight_key: str | None = None
+    unit: str = "fraction"
+    aggregate: str = "mean"
+    group_key: str | None = None
+
+
+@dataclass(frozen=True)
+class Capability:
+    """One capability of a suite and the metrics its scorer reports."""
+
+    name: str
+    group: str
+    scorer: str
+    metrics: tuple[MetricSpec, ...]
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A loaded suite: capabilities and their items (in file order).
+
+    Attributes:
+        name, version, path: of the manifest.
+        capabilities: the capabilities run, in manifest order.
+        items: their items, capability by capability.
+        all_metrics: metrics of every capability in the manifest, including ones left out by ``only``.
+        sources: per capability run: where its items came from and how they were sampled
+            (benchmark or path, split, origin, n_records, excluded, sample, stratify, seed,
+            unit, first, n_selected), for results.json.
+        metric_units: unit of every metric in ``all_metrics`` (``fraction``, ``words``, ``tokens``).
+    """
+
+    name: str
+    version: int
+    path: str
+    capabilities: tuple[Capability, ...]
+    items: tuple["Item", ...]
+    all_metrics: tuple[str, ...] = ()
+    sources: tuple[dict[str, Any], ...] = ()
+    metric_units: dict[str, str] = field(default_factory=dict)
+
+    def metric_names(self) -> list[str]:
+        """Fully qualified metric names, ``<capability>.<metric>``."""
+        return [f"{c.name}.{m.name}" for c in self.capabilities for m in c.metrics]
+

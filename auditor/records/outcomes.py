@@ -1,0 +1,143 @@
+"""Records of the analysis and the judgement: comparisons, DriftScore, rule outcomes, the verdict."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class NoiseFloor:
+    """``--noise-floor``: the base variant replayed with another batch composition.
+
+    Attributes:
+        n_items: base answers replayed.
+        batch_sizes: [the audit's batch size, the replay's].
+        n_differ, items_differ: answers whose text changed (count, item ids).
+        n_score_differ, items_score_differ: answers whose scores changed too.
+    """
+
+    n_items: int
+    batch_sizes: list[Any]
+    n_differ: int
+    n_score_differ: int
+    items_differ: list[str]
+    items_score_differ: list[str]
+
+
+@dataclass
+class MetricComparison:
+    """Base vs adapter on one metric, with its paired statistics.
+
+    Units: ``base`` and ``adapter`` are fractions in [0, 1] for
+    ``unit="fraction"`` metrics, otherwise means in ``unit`` (words, tokens).
+    ``delta`` = adapter − base in ``delta_unit``: **points** for fractions
+    (×100), the count unit otherwise; ``ci_low``/``ci_high`` bound it (paired
+    bootstrap percentile interval at ``confidence``). ``rel_delta_pct`` is in
+    % of base (None when base is 0), ``rel_ci_pct`` its interval.
+    ``p_value`` comes from ``test`` (``mcnemar_exact`` for pass/fail items,
+    ``wilcoxon`` for other per-item values, ``permutation`` for ``max_gap``);
+    ``p_adjusted`` is Benjamini–Hochberg over all metrics of the audit.
+    ``discordant`` counts items where only the base (``base_only``) or only
+    the adapter (``adapter_only``) passed — or scored higher, for non-binary values.
+    """
+
+    metric: str
+    capability: str
+    group: str
+    n_items: int
+    base: float
+    adapter: float
+    delta: float
+    delta_unit: str
+    rel_delta_pct: float | None
+    higher_is_better: bool
+    unit: str = "fraction"
+    aggregate: str = "mean"
+    n_clusters: int = 0
+    confidence: float = 0.95
+    ci_low: float | None = None
+    ci_high: float | None = None
+    rel_ci_pct: list[float] | None = None
+    test: str | None = None
+    p_value: float | None = None
+    p_adjusted: float | None = None
+    discordant: dict[str, int] = field(default_factory=dict)
+    #: bootstrap replicates of delta (in ``delta_unit``) and of the relative delta (%); not serialised
+    draws: Any = field(default=None, repr=False, compare=False, metadata={"plain": False})
+    rel_draws: Any = field(default=None, repr=False, compare=False, metadata={"plain": False})
+
+    @property
+    def is_fraction(self) -> bool:
+        return self.unit == "fraction"
+
+
+@dataclass
+class DriftResult:
+    """Nominal-label check (seed 003, DESIGN.md §1).
+
+    ``TargetGain = score(adapter) − score(base)`` on the target metric,
+    ``OffTargetGain`` the mean of that gain over the off-target metrics (a
+    metric where lower is better enters with its sign flipped, so a gain is
+    always an improvement), ``DriftScore = OffTargetGain − TargetGain``.
+    All three in **points**.
+    """
+
+    label: str | None
+    label_source: str
+    target_metric: str | None
+    off_target_metrics: list[str]
+    target_gain_pts: float | None
+    off_target_gain_pts: float | None
+    drift_score_pts: float | None
+    mismatch: bool
+    #: paired-bootstrap percentile interval of DriftScore (points), from a joint
+    #: resample of the target and off-target capabilities' items
+    ci_low_pts: float | None = None
+    ci_high_pts: float | None = None
+    confidence: float = 0.95
+    draws: Any = field(default=None, repr=False, compare=False, metadata={"plain": False})
+
+
+@dataclass
+class RuleOutcome:
+    """One policy rule's result.
+
+    Attributes:
+        outcome: ``pass``, ``warn``, ``fail`` or ``not_run`` (its capability was
+            left out of the run) — what the gate acts on.
+        decision: for limit rules, what the data say: ``pass``, ``fail`` or
+            ``inconclusive`` (mapped to ``outcome`` by the policy).
+        mode: decision mode (``point``, ``confident``, ``non_inferiority``).
+        value, limit: the movement toward the limited direction and its limit
+            (points, % of base, or the metric's unit).
+        ci: interval of ``value`` (same units); p_value / p_adjusted: the
+            one-sided bootstrap p-value the mode decided on and its
+            Benjamini–Hochberg adjustment.
+    """
+
+    rule: str
+    outcome: str
+    reason: str
+    value: float | None = None
+    limit: float | None = None
+    mode: str | None = None
+    decision: str | None = None
+    ci: list[float] | None = None
+    p_value: float | None = None
+    p_adjusted: float | None = None
+    n_items: int | None = None
+
+
+@dataclass
+class Verdict:
+    """The gate's decision: ``pass`` unless some rule failed."""
+
+    verdict: str
+    rules: list[RuleOutcome]
+    warnings: list[str]
+
+    @property
+    def failing(self) -> list[RuleOutcome]:
+        return [r for r in self.rules if r.outcome == "fail"]
+

@@ -1,0 +1,61 @@
+"""report.html and index.html: self-contained HTML, rendered by jinja2 with autoescape on.
+
+One file, no network (inline CSS, inline SVG charts, one inline script allowed by its sha256 in
+the page's Content-Security-Policy; the items are a JSON data block, rendered by the script with
+``textContent``). Model output is untrusted: every value shown loses its control characters and is
+escaped by jinja2's autoescape (and by ``tojson`` in the data block).
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import markupsafe
+
+from ..results import AuditResult
+from ..util.text import strip_controls
+from .view import (_num, adapter_card, chart_groups, comparison_cells, group_summary, item_rows, limit_note,
+                   primary_metrics, rules_by_outcome)
+
+_ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader("auditor.reports", "templates"),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+    # every value shown loses its control characters (ESC, BEL, C1) before it is escaped
+    # (Markup, i.e. our own script and tojson's already-escaped JSON, is left as it is)
+    finalize=lambda v: strip_controls(v) if isinstance(v, str) and not isinstance(v, markupsafe.Markup) else v,
+)
+_ENV.globals["cells"] = comparison_cells
+_ENV.globals["limit_note"] = limit_note
+
+_BROWSER_JS = (Path(__file__).parent / "templates" / "browser.js").read_text(encoding="utf-8")
+_BROWSER_JS_HASH = "sha256-" + base64.b64encode(hashlib.sha256(_BROWSER_JS.encode("utf-8")).digest()).decode()
+
+
+def render_html(result: AuditResult) -> str:
+    """The self-contained HTML report of one audit (see the module doc)."""
+    primary = primary_metrics(result)
+    parts = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
+    return _ENV.get_template("report.html.j2").render(
+        groups=group_summary(result), charts=chart_groups(result), browser_rows=item_rows(result, primary),
+        primary=primary, card=adapter_card(result), rules_by_outcome=rules_by_outcome(result.verdict.rules),
+        script=_BROWSER_JS, script_hash=_BROWSER_JS_HASH, **parts)
+
+
+def render_index(results: list[AuditResult], folders: list[str]) -> str:
+    """``index.html`` of a multi-adapter audit: one row per adapter with its verdict, nominal label,
+    DriftScore (points), failing rules and a link to its report."""
+    rows: list[dict[str, Any]] = []
+    for r, folder in zip(results, folders):
+        rows.append({"path": r.adapter.path, "verdict": r.verdict.verdict, "label": r.drift.label,
+                     "drift": _num(r.drift.drift_score_pts, "+.1f"), "folder": folder,
+                     "href": f"{folder}/report.html", "failing": r.verdict.failing})
+    n_fail = sum(row["verdict"] == "fail" for row in rows)
+    return _ENV.get_template("index.html.j2").render(
+        rows=rows, n_fail=n_fail, verdict="fail" if n_fail else "pass",
+        base=results[0].base.name, suite=results[0].suite.name)

@@ -1,0 +1,103 @@
+"""summary.md (``$GITHUB_STEP_SUMMARY``, a pull-request comment) and checklist.md (release sign-off).
+
+Untrusted names are escaped plain text (:func:`md`), never inside code spans, where escapes do not work.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..records import MetricComparison
+from ..results import AuditResult
+from ..util.text import strip_controls
+from .view import comparison_cells, failing_rules, limit_note, rules_by_outcome
+
+#: GitHub refuses PR comments over 65,536 characters; the summary stays under this
+SUMMARY_MAX_CHARS = 60_000
+
+
+def md(text: Any) -> str:
+    """Escape text for a Markdown table cell."""
+    s = strip_controls(str(text).replace("\r", " ").replace("\n", " ")).replace("\\", "\\\\").replace("|", "\\|")
+    for ch in "<>*_`[]#":
+        s = s.replace(ch, "\\" + ch)
+    return s
+
+
+def render_summary_md(result: AuditResult, report_name: str = "report.html") -> str:
+    """Short Markdown summary for ``$GITHUB_STEP_SUMMARY`` or a PR comment (untrusted
+    names are escaped plain text, never inside code spans, where escapes do not work):
+    verdict, failing rules, the capability table (Δ in points with its CI),
+    DriftScore, and ``report_name`` (the full report's link-friendly name).
+    At most :data:`SUMMARY_MAX_CHARS` characters (the table is cut, saying so)."""
+    v = result.verdict
+    icon = "✅" if v.verdict == "pass" else "❌"
+    lines = [f"## {icon} adapter-auditor: {v.verdict.upper()}", "",
+             f"Adapter **{md(Path(result.adapter.path).name)}** on base **{md(result.base.name)}**, "
+             f"suite {md(result.suite.name)}.", ""]
+    if result.run.limit:
+        lines += [f"> **--limit {result.run.limit}:** {limit_note(result.run.limit)}", ""]
+    failing = failing_rules(result)
+    if failing:
+        lines += ["**Failing rules**", ""] + [f"- {md(r.rule)}: {md(r.reason)}" for r in failing] + [""]
+    lines += _comparison_table(result.comparisons)
+    if result.baseline:
+        lines += ["", f"**Against the previous release** {md(Path(result.baseline.adapter.path).name)} "
+                      "(`--baseline`)", ""]
+        lines += _comparison_table(result.baseline.comparisons, "previous", "candidate")
+    d = result.drift
+    if d.drift_score_pts is not None:
+        lines += ["", f"Nominal label **{md(d.label)}**: TargetGain {d.target_gain_pts:+.1f}, "
+                      f"OffTargetGain {d.off_target_gain_pts:+.1f}, DriftScore {d.drift_score_pts:+.1f} points"
+                      + (f" ({100 * d.confidence:.0f}% CI [{d.ci_low_pts:+.1f}, {d.ci_high_pts:+.1f}])"
+                         if d.ci_low_pts is not None else "")
+                      + (" (label mismatch)" if d.mismatch else "")]
+    lines += ["", "Δ: adapter − base, in points for rates. CI: paired bootstrap. p: exact McNemar for pass/fail "
+                  "items, Wilcoxon signed-rank otherwise, permutation for context gaps."]
+    lines += ["", f"Full report: {md(report_name)} (with every item's base and adapter output)"]
+    text = "\n".join(lines) + "\n"
+    if len(text) > SUMMARY_MAX_CHARS:
+        note = "\n\n… cut to fit a PR comment; see the full report.\n"
+        text = text[: SUMMARY_MAX_CHARS - len(note)].rsplit("\n", 1)[0] + note
+    return text
+
+
+def _comparison_table(comparisons: list[MetricComparison], left: str = "base", right: str = "adapter") -> list[str]:
+    conf = comparisons[0].confidence if comparisons else 0.95
+    lines = [f"| group | metric | {left} | {right} | Δ | {100 * conf:.0f}% CI | p | {left}-only / {right}-only |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for c in comparisons:
+        k = comparison_cells(c)
+        unit = "" if k["unit"] == "points" else f" {k['unit']}"
+        lines.append(f"| {md(c.group)} | {md(c.metric)} | {k['base']} | {k['adapter']} | {k['delta']}{unit} | "
+                     f"{k['ci']} | {k['p']} | {k['discordant']} |")
+    return lines
+
+
+def render_checklist(result: AuditResult) -> str:
+    """A Markdown release checklist to paste into a release issue: one box per
+    policy rule (ticked only when it passed; a warning or a rule not run is
+    left for a person to sign off), each with its outcome and evidence (the
+    rule's reason: values, interval, limit, mode), then the hashes that
+    identify what was audited and the sign-off lines."""
+    v, a = result.verdict, result.adapter
+    lines = [f"## Release checklist: {md(Path(a.path).name)} — {v.verdict.upper()}", "",
+             f"- adapter {md(a.path)}, weights sha256 `{md(a.sha256)}`",
+             f"- base {md(result.base.name)} (sha256 `{md(result.base.content_hash)}`)",
+             f"- policy {md(result.policy.path)} (sha256 `{md(result.policy.sha256 or '—')}`), "
+             f"suite {md(result.suite.name)} ({len(result.items)} items, sha256 "
+             f"`{md(result.suite.items_sha256 or '—')}`)"]
+    if result.baseline:
+        pa = result.baseline.adapter
+        lines.append(f"- previous release (`--baseline`) {md(pa.path)}, weights sha256 `{md(pa.sha256)}`")
+    lines.append(f"- audited {md(result.run.created_at)} by adapter-auditor {md(result.run.auditor_version)}")
+    lines += ["", "### Policy rules", ""]
+    label = {"pass": "pass", "fail": "**FAIL**", "warn": "warning — needs a reviewer's sign-off",
+             "not_run": "not run — needs a reviewer's sign-off"}
+    for r in rules_by_outcome(v.rules, ("fail", "warn", "not_run", "pass")):
+        box = "x" if r.outcome == "pass" else " "
+        lines.append(f"- [{box}] {md(r.rule)} — {label.get(r.outcome, md(r.outcome))}: {md(r.reason)}")
+    lines += ["", "### Sign-off", "", "- [ ] The report (`report.html`) was read, regressions included",
+              "- [ ] Release manager: name, date"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,56 @@
+"""The summary printed on stderr at the end of an audit (rich tables), with the same cells as the
+HTML and Markdown reports. Untrusted text loses its control characters and has rich markup escaped."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ..records import MetricComparison
+from ..results import AuditResult
+from ..util.text import strip_controls
+from .view import comparison_cells
+
+
+def t(x: object) -> str:
+    """Untrusted text for the terminal: control characters (ANSI escapes, OSC
+    sequences, NUL) dropped, rich markup escaped."""
+    return escape(strip_controls(str(x)))
+
+
+def comparison_table(comparisons: list[MetricComparison], title: str, left: str, right: str,
+                     discordant: bool) -> Table:
+    """One rich table of comparisons (the same cells as the HTML and Markdown reports)."""
+    tab = Table(title=title, title_justify="left")
+    cols = ["group", "metric", left, right, "Δ", "95% CI", "p"] + ([f"{left}-only/{right}-only"] if discordant else [])
+    for col in cols:
+        tab.add_column(col, justify="left" if col in ("group", "metric") else "right")
+    for c in comparisons:
+        k = comparison_cells(c)
+        unit = "" if k["unit"] == "points" else f" {t(k['unit'])}"
+        tab.add_row(t(c.group), t(c.metric), k["base"], k["adapter"], k["delta"] + unit, k["ci"], k["p"],
+                    *([k["discordant"]] if discordant else []))
+    return tab
+
+
+def print_summary(console: Console, result: AuditResult) -> None:
+    """The comparison table(s), the DriftScore line, every rule that did not pass, and the verdict."""
+    console.print(comparison_table(result.comparisons, "base → adapter (points for rates)", "base", "adapter",
+                                   discordant=True))
+    prev = result.baseline
+    if prev:
+        console.print(comparison_table(prev.comparisons, f"previous release → candidate ({t(prev.adapter.path)})",
+                                       "previous", "candidate", discordant=False))
+    d = result.drift
+    if d.drift_score_pts is not None:
+        console.print(f"nominal label [bold]{t(d.label)}[/] ({t(d.label_source)}): "
+                      f"TargetGain {d.target_gain_pts:+.1f}, OffTargetGain {d.off_target_gain_pts:+.1f}, "
+                      f"DriftScore {d.drift_score_pts:+.1f}" + ("  [red]label mismatch[/]" if d.mismatch else ""))
+    v = result.verdict
+    for r in v.rules:
+        if r.outcome != "pass":
+            colour = "red" if r.outcome == "fail" else "yellow"
+            console.print(f"[{colour}]{t(r.outcome)}[/]: {t(r.rule)}: {t(r.reason)}")
+    colour = "green" if v.verdict == "pass" else "red"
+    console.print(f"[bold {colour}]verdict: {t(v.verdict).upper()}[/]")

@@ -1,0 +1,212 @@
+"""The whole audit of one adapter as one typed record: what results.json holds.
+
+:class:`AuditResult` is what the pipeline returns (:func:`auditor.audit`), what every
+report format reads, and what ``audit report`` loads back from results.json (checked
+against the shipped JSON Schema ``auditor/schemas/results.schema.json`` first, then typed
+with :func:`auditor.records.plain.from_plain`). Its fields, in order, are results.json's
+top-level keys; each part's fields are that block's keys.
+
+Units are those of :mod:`auditor.records`: scores are fractions, deltas points.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .records import AdapterInfo, DriftResult, MetricComparison, NoiseFloor, Verdict
+from .records.plain import from_plain, to_plain
+
+#: results.json's ``schema_version`` (the shipped schema's version)
+RESULTS_SCHEMA_VERSION = 3
+
+_OMIT = {"omit_none": True}
+
+
+@dataclass
+class AdapterRecord:
+    """``adapter`` (and ``baseline.adapter``): :class:`~auditor.records.AdapterInfo`'s fields plus
+    ``max_rank`` (the largest real rank), ``content_sha256`` (weights and config,
+    :func:`auditor.util.hashing.adapter_digest`) and ``hub`` (the resolved hub revision, or null)."""
+
+    path: str = ""
+    weights_file: str = ""
+    sha256: str = ""
+    peft_type: str = "LORA"
+    r: int = 0
+    lora_alpha: float = 0.0
+    target_modules: list[str] = field(default_factory=list)
+    ranks: dict[str, int] = field(default_factory=dict)
+    n_tensors: int = 0
+    size_bytes: int = 0
+    declared_base: str = ""
+    nominal_label: str | None = None
+    matched_modules: int = 0
+    no_effect: bool = False
+    warnings: list[str] = field(default_factory=list)
+    dora: bool = False
+    max_rank: int = 0
+    content_sha256: str | None = field(default=None, metadata=_OMIT)
+    hub: dict | None = None
+
+    @classmethod
+    def of(cls, info: AdapterInfo, digest: str, hub: dict | None) -> "AdapterRecord":
+        return from_plain(cls, to_plain(info) | {"max_rank": info.max_rank, "content_sha256": digest, "hub": hub})
+
+
+@dataclass
+class BaseRecord:
+    """``base``: the audited base model (:class:`~auditor.records.BaseModel`) and ``folder_sha256``,
+    the content digest of the folder that was loaded (it keys every cached answer)."""
+
+    name: str
+    path: str
+    source: str
+    content_hash: str
+    hub: dict | None = None
+    folder_sha256: str | None = None
+
+
+@dataclass
+class SuiteRecord:
+    """``suite``: the manifest, the item ids run, the hash of the items' content (id, messages,
+    budget, target) and where each capability's items came from."""
+
+    name: str
+    version: int | str
+    path: str
+    item_ids: list[str]
+    items_sha256: str
+    sources: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class PolicyRecord:
+    """``policy``: the file, its content as validated and the content's canonical sha256."""
+
+    path: str
+    content: dict[str, Any]
+    sha256: str
+
+
+@dataclass
+class Answer:
+    """One variant's answer to an item: the text (untrusted), tokens generated, scores, scorer detail."""
+
+    text: str
+    n_tokens: int
+    scores: dict[str, float | None]
+    detail: dict[str, Any]
+
+
+@dataclass
+class ItemRecord:
+    """``items[]``: one item, its rendered prompt and each variant's answer."""
+
+    id: str
+    capability: str
+    group: str
+    prompt: str
+    rendered_prompt: str
+    messages: list[dict[str, str]] = field(default_factory=list)
+    max_new_tokens: int = 1
+    target: Any = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+    base: Answer | None = None
+    adapter: Answer | None = None
+    baseline: Answer | None = field(default=None, metadata=_OMIT)
+
+
+@dataclass
+class BaselineRecord:
+    """``baseline`` (release-checklist mode): the previously approved adapter and the candidate's
+    comparisons with it (their "base" side is the previous adapter)."""
+
+    adapter: AdapterRecord
+    comparisons: list[MetricComparison]
+
+
+@dataclass
+class StatisticsRecord:
+    """``statistics``: how intervals and tests were computed (the policy's ``statistics:`` section)."""
+
+    confidence: float
+    n_resamples: int
+    seed: int
+    multiplicity: str
+    min_items: int
+    interval: str | None = field(default=None, metadata=_OMIT)
+    tests: dict[str, str] | None = field(default=None, metadata=_OMIT)
+    p_adjusted: str | None = field(default=None, metadata=_OMIT)
+
+
+@dataclass
+class RunRecord:
+    """``run``: backend and settings, token and cache counters, timings (seconds), versions.
+
+    ``vllm`` / ``openai`` hold the backend's own record (:meth:`auditor.backends.Backend.run_info`)
+    and are present only for that backend."""
+
+    backend: str
+    dtype: str
+    batch_size: int | str
+    limit: int | None
+    capabilities: list[str]
+    decoding: str
+    timings: dict[str, float]
+    versions: dict[str, str]
+    auditor_version: str
+    created_at: str
+    backend_reason: str | None = field(default=None, metadata=_OMIT)
+    batch_sizes_used: dict[str, int] | None = field(default=None, metadata=_OMIT)
+    new_tokens: dict[str, int] | None = field(default=None, metadata=_OMIT)
+    generated: dict[str, int] | None = field(default=None, metadata=_OMIT)
+    cache: dict[str, Any] | None = field(default=None, metadata=_OMIT)
+    adapters_in_run: int | None = field(default=None, metadata=_OMIT)
+    vllm: dict[str, Any] | None = field(default=None, metadata=_OMIT)
+    openai: dict[str, Any] | None = field(default=None, metadata=_OMIT)
+    model_loaded: bool | None = field(default=None, metadata=_OMIT)
+
+    #: results.json's key order (the dataclass's differs: required fields come first)
+    ORDER = ("backend", "backend_reason", "dtype", "batch_size", "limit", "batch_sizes_used", "capabilities",
+             "decoding", "new_tokens", "generated", "cache", "adapters_in_run", "vllm", "openai", "model_loaded",
+             "timings", "versions", "auditor_version", "created_at")
+
+
+@dataclass
+class AuditResult:
+    """One adapter's audit: verdict, adapter, base, suite, policy, comparisons, DriftScore,
+    every item with both answers, noise floor, release comparison, statistics, run.
+
+    ``to_dict()`` is results.json's content; :meth:`from_dict` reads it back (after the schema
+    check). ``passed`` is what the exit code says."""
+
+    schema_version: int
+    verdict: Verdict
+    adapter: AdapterRecord
+    base: BaseRecord
+    suite: SuiteRecord
+    policy: PolicyRecord
+    comparisons: list[MetricComparison]
+    drift: DriftResult
+    items: list[ItemRecord]
+    noise_floor: NoiseFloor | None
+    baseline: BaselineRecord | None
+    statistics: StatisticsRecord
+    run: RunRecord
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict.verdict == "pass"
+
+    def to_dict(self) -> dict[str, Any]:
+        """results.json's content (JSON-ready), keys in results.json's order."""
+        out = to_plain(self)
+        run = out["run"]
+        out["run"] = {k: run[k] for k in RunRecord.ORDER if k in run}
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "AuditResult":
+        """The typed record of a results.json mapping that passed the schema check."""
+        return from_plain(cls, data)

@@ -1,0 +1,57 @@
+"""Stage 4 — score: deterministic per-item scorers, one module each, behind one registry.
+
+Each scorer turns one (item, generation) into a :class:`~auditor.records.Score` whose ``values``
+are fractions in [0, 1] (or counts, for count metrics) and whose ``detail`` records what the scorer
+saw, so a reviewer can check it. The metrics each scorer reports are declared next to it
+(:class:`~auditor.scorers.base.Scorer`). Every module of this package but :mod:`.base` and
+:mod:`.ifeval_checkers` registers one or two scorers when imported; they are all imported here, so
+a new scorer is a new module.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from ..records import Generation, Item, MetricSpec, Score
+from .base import SCORERS, Scorer, register
+
+for _mod in pkgutil.iter_modules(__path__):
+    if _mod.name not in ("base", "ifeval_checkers"):
+        importlib.import_module(f"{__name__}.{_mod.name}")
+
+
+def metrics_of(scorer: str) -> tuple[MetricSpec, ...]:
+    """The metrics scorer ``scorer`` reports (empty for an unknown name)."""
+    s = SCORERS.get(scorer)
+    return s.metrics if s else ()
+
+
+def score_all(items: dict[str, Item], generations: list[Generation], scorer_of: dict[str, str]) -> list[Score]:
+    """Score every generation.
+
+    Args:
+        items: item id → item.
+        generations: model outputs (any variants).
+        scorer_of: capability → scorer name.
+
+    Returns:
+        One Score per generation, in the order of ``generations``; scorers
+        with a ``finalize`` get their second pass per (capability, variant).
+    """
+    out: list[Score] = []
+    for g in generations:
+        item = items[g.item_id]
+        out.append(SCORERS[scorer_of[item.capability]].score(item, g))
+    groups: dict[tuple[str, str], list[int]] = {}
+    for k, s in enumerate(out):
+        groups.setdefault((items[s.item_id].capability, s.variant), []).append(k)
+    for (cap, _variant), idx in groups.items():
+        fin = SCORERS[scorer_of[cap]].finalize
+        if fin is not None:
+            for k, s in zip(idx, fin(items, [out[k] for k in idx])):
+                out[k] = s
+    return out
+
+
+__all__ = ["SCORERS", "Scorer", "register", "metrics_of", "score_all"]

@@ -1,0 +1,122 @@
+"""Item rows → :class:`~auditor.records.Item`: the prompt template filled, earlier turns, meta, and
+the scorer's gold data checked (the scorer's ``build_target``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import AuditInputError
+from ..records import LETTERS, Item
+from ..scorers import SCORERS
+from .specs import CapabilitySpec
+
+
+def format_options(choices: list[str]) -> str:
+    """Option texts → the ``options`` block of a multiple-choice prompt: ``A. text`` lines."""
+    return "\n".join(f"{LETTERS[k]}. {c}" for k, c in enumerate(choices))
+
+
+def check_prompt_template(manifest: Path, k: int, template: str) -> None:
+    """A prompt template fills plain ``{field}`` names only: no attribute or index access
+    (``{prompt.__class__}``), no conversion and no format spec (``{prompt:>999999999}`` would
+    build a gigabyte string).
+
+    Raises:
+        AuditInputError: naming the capability and the offending field.
+    """
+    import string
+
+    where = f"capabilities.{k}.prompt_template"
+    try:
+        parts = list(string.Formatter().parse(template))
+    except ValueError as e:
+        raise AuditInputError(manifest, f"{where}: {e} (write a literal brace as {{{{ or }}}})") from None
+    for _, name, spec, conversion in parts:
+        if name is None:
+            continue
+        if not name.isidentifier() or spec or conversion:
+            shown = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+            raise AuditInputError(manifest, f"{where}: {shown[:60]!r} is not a plain field name like {{prompt}} "
+                                            "(no attributes, indexes, conversions or format specs)")
+
+
+def at(lineno: int | str) -> str:
+    return f"line {lineno}" if isinstance(lineno, int) else str(lineno)
+
+
+def _local_id(row: dict[str, Any]) -> str:
+    """An item's id within its capability: the record's ``id``, else its ``key`` (IFEval)."""
+    return str(row.get("id", row.get("key")))
+
+
+def check_unique_ids(src: Path | str, rows: list[tuple[int | str, Any]]) -> None:
+    """Every record of a capability's source has its own id (``id``, else ``key``), checked
+    on the whole source before any sampling, so a repeat fails whatever the seed or limit.
+
+    Raises:
+        AuditInputError: naming the source, the repeating record and the first one.
+    """
+    seen: dict[str, int | str] = {}
+    for pos, row in rows:
+        if not isinstance(row, dict):
+            continue  # reported where the row is used
+        local = _local_id(row)
+        if local in seen:
+            raise AuditInputError(src, f"{at(pos)}: item id {local!r} repeats {at(seen[local])}")
+        seen[local] = pos
+
+
+def item_from_row(cap: CapabilitySpec, row: Any, src: Path | str, lineno: int | str) -> Item:
+    """One item row → Item.
+
+    Row fields used here: ``id`` (or ``key``), the fields the prompt template
+    names, optional ``history`` (earlier chat turns, a list of
+    ``{"role": "user"|"assistant", "content": str}`` placed before the
+    templated user turn) and optional ``meta`` (an object, e.g. the context
+    of a conditional-trigger item). A row with a ``choices`` list and no
+    ``options`` field gets ``options`` (:func:`format_options`) for the
+    template. The scorer's ``build_target`` reads the rest.
+    ``lineno`` is a line number or a position text (``record 12``).
+    """
+    template = cap.prompt_template
+    if not isinstance(row, dict):
+        raise AuditInputError(src, f"{at(lineno)}: an item must be a JSON object")
+    fields = dict(row)
+    choices = row.get("choices")
+    if "options" not in row and isinstance(choices, list) and all(isinstance(c, str) for c in choices) \
+            and len(choices) <= len(LETTERS):
+        fields["options"] = format_options(choices)
+    try:
+        local_id = _local_id(row)
+        content = template.format(**fields)
+    except KeyError as e:
+        raise AuditInputError(src, f"{at(lineno)}: field {e} needed by the prompt template is missing") from None
+    except (IndexError, ValueError, AttributeError) as e:
+        raise AuditInputError(src, f"{at(lineno)}: prompt template {template!r} cannot be filled ({e})") from None
+    history = row.get("history", [])
+    if not isinstance(history, list) or not all(
+            isinstance(m, dict) and set(m) == {"role", "content"} and m["role"] in ("user", "assistant")
+            and isinstance(m["content"], str) for m in history):
+        raise AuditInputError(src, f"{at(lineno)}: 'history' must be a list of "
+                                   "{\"role\": \"user\"|\"assistant\", \"content\": text} objects")
+    meta = row.get("meta", {})
+    if not isinstance(meta, dict):
+        raise AuditInputError(src, f"{at(lineno)}: 'meta' must be a JSON object")
+    for key in ("cluster", "context", "perturbation", "language"):
+        if key in meta and (isinstance(meta[key], bool) or not isinstance(meta[key], (str, int))):
+            raise AuditInputError(src, f"{at(lineno)}: meta.{key} must be a string")
+    builder = SCORERS[cap.scorer].build_target
+    try:
+        target = builder(row) if builder else {}
+    except ValueError as e:
+        raise AuditInputError(src, f"{at(lineno)}: {e}") from None
+    return Item(
+        id=f"{cap.name}/{local_id}",
+        capability=cap.name,
+        group=cap.group,
+        messages=(*({"role": m["role"], "content": m["content"]} for m in history), {"role": "user", "content": content}),
+        max_new_tokens=cap.max_new_tokens,
+        target=target,
+        meta=meta,
+    )

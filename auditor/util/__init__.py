@@ -1,0 +1,5 @@
+"""Leaf utilities: hashing, atomic files, strict JSON/JSONL readers, safe YAML, text, versions.
+
+Every module here imports nothing of the auditor's but :mod:`auditor.errors` (itself a leaf),
+so any stage may use them without an import cycle.
+"""

@@ -1,0 +1,86 @@
+"""Where the auditor keeps its cache (converted base models, NLTK data,
+generations), and the atomic writers used for every file the auditor writes.
+
+``$AUDITOR_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/adapter-auditor``, else
+``~/.cache/adapter-auditor``. Every entry is written to a temporary sibling
+and renamed into place, so an interrupted write never leaves a half entry
+that a later run would take as valid.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from filelock import FileLock
+
+from ..errors import AuditInputError
+
+
+def cache_dir() -> Path:
+    """Return the cache root (created if missing).
+
+    Raises:
+        AuditInputError: it cannot be created (a file in the way, no permission).
+    """
+    env = os.environ.get("AUDITOR_CACHE_DIR")
+    if env:
+        root = Path(env).expanduser()
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        root = (Path(xdg) if xdg else Path.home() / ".cache") / "adapter-auditor"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise AuditInputError(root, f"cannot be the auditor's cache folder ({e.strerror or e}); "
+                                    "set AUDITOR_CACHE_DIR to a writable folder") from None
+    return root
+
+
+def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Write ``data`` to ``path`` through a temporary sibling renamed into place
+    (``os.replace``): a reader sees the old file or the whole new one, never a
+    torn one. ``mode``: file permissions (``mkstemp`` creates 0600)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def atomic_dir(final: Path) -> Iterator[Path | None]:
+    """Build a directory atomically.
+
+    Yields a temporary directory to fill, or ``None`` when ``final`` already
+    exists (another run finished it). On normal exit the temporary directory
+    is renamed to ``final``; on an exception it is removed. A file lock makes
+    concurrent runs on the same cache build it once; temporary directories
+    left by a killed run (SIGKILL skips the cleanup) are removed under the
+    lock, where no other run can be filling them.
+    """
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(final) + ".lock"):
+        if final.exists():
+            yield None
+            return
+        for stale in final.parent.glob(f".{final.name}.*"):
+            if stale.is_dir() and not stale.is_symlink():
+                shutil.rmtree(stale, ignore_errors=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+        try:
+            yield tmp
+            os.replace(tmp, final)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)

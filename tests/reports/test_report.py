@@ -1,0 +1,287 @@
+"""Stage 7 (report): outputs are written, re-rendered from results.json, and escape model output."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import re
+import subprocess
+from pathlib import Path
+import xml.etree.ElementTree as ET
+
+import jsonschema
+import pytest
+import xmlschema
+
+from auditor.errors import AuditInputError
+from auditor.reports.results_file import RESULTS_SCHEMA_PATH, load_results, schema_error
+from auditor.reports.markdown import SUMMARY_MAX_CHARS, render_checklist, render_summary_md
+from auditor.reports.view import reason as _reason, chart_groups, group_summary, item_rows
+from auditor.reports.html import render_html
+from auditor.reports.junit import render_junit
+from auditor.reports.sarif import render_sarif
+from auditor.reports import write_reports
+from auditor.results import AuditResult
+from conftest import AUDIT, ROOT
+
+SCHEMAS = ROOT / "tests" / "schemas"
+
+HOSTILE = '<script>alert(1)</script><img src=x onerror="alert(2)"> | **bold** `code`'
+
+
+def _typed(r):
+    """The typed record the reports render, from a results.json mapping."""
+    return AuditResult.from_dict(r)
+
+
+def _results():
+    items = []
+    for i, (b, a) in enumerate([(1.0, 0.0), (0.0, 1.0), (1.0, 1.0)]):
+        items.append({"id": f"math/m{i}", "capability": "math", "group": "CAN", "prompt": f"q{i} {HOSTILE}",
+                      "rendered_prompt": "r", "max_new_tokens": 8, "target": {"answer": 1},
+                      "base": {"text": "base " + HOSTILE, "n_tokens": 3, "scores": {"numeric_match": b}, "detail": {}},
+                      "adapter": {"text": "adapter " + HOSTILE, "n_tokens": 3, "scores": {"numeric_match": a},
+                                  "detail": {}}})
+    return {
+        "schema_version": 3,
+        "verdict": {"verdict": "fail", "warnings": [HOSTILE],
+                    "rules": [{"rule": "math.numeric_match: max drop", "outcome": "fail", "reason": "r " + HOSTILE,
+                               "value": 1, "limit": 0, "mode": "point", "decision": "fail", "ci": [-10.0, 70.0],
+                               "p_value": None, "p_adjusted": None, "n_items": 3},
+                              {"rule": "declared base matches", "outcome": "warn", "reason": "w", "value": None,
+                               "limit": None, "mode": None, "decision": None, "ci": None, "p_value": None,
+                               "p_adjusted": None, "n_items": None}]},
+        "adapter": {"path": "x/" + HOSTILE, "weights_file": "w", "sha256": "0" * 64, "peft_type": "LORA", "r": 8,
+                    "lora_alpha": 16, "target_modules": ["q_proj"], "ranks": {}, "n_tensors": 2, "size_bytes": 1,
+                    "declared_base": HOSTILE, "nominal_label": None, "matched_modules": 1, "warnings": [],
+                    "max_rank": 8},
+        "base": {"name": "b", "path": "p", "source": "local", "content_hash": "f" * 64},
+        "suite": {"name": "smoke", "version": 1, "path": "s", "item_ids": [i["id"] for i in items],
+                  "items_sha256": "a" * 64},
+        "policy": {"path": "policy.yaml", "content": {}, "sha256": "b" * 64},
+        "comparisons": [{"metric": "math.numeric_match", "capability": "math", "group": "CAN", "n_items": 3,
+                         "base": 2 / 3, "adapter": 2 / 3, "delta": 0.0, "delta_unit": "points", "rel_delta_pct": 0.0,
+                         "higher_is_better": True, "unit": "fraction", "aggregate": "mean", "n_clusters": 3,
+                         "confidence": 0.95, "ci_low": -33.3, "ci_high": 33.3, "rel_ci_pct": [-50.0, 50.0],
+                         "test": "mcnemar_exact", "p_value": 1.0, "p_adjusted": 1.0,
+                         "discordant": {"base_only": 1, "adapter_only": 1}}],
+        "drift": {"label": HOSTILE, "label_source": "--label", "target_metric": None, "off_target_metrics": [],
+                  "target_gain_pts": None, "off_target_gain_pts": None, "drift_score_pts": None, "mismatch": False,
+                  "ci_low_pts": None, "ci_high_pts": None, "confidence": 0.95},
+        "items": items,
+        "noise_floor": None,
+        "baseline": None,
+        "statistics": {"confidence": 0.95, "n_resamples": 100, "seed": 0, "multiplicity": "bh", "min_items": 1},
+        "run": {"backend": "hf", "dtype": "float32", "batch_size": 4, "limit": None, "decoding": "greedy",
+                "new_tokens": {}, "timings": {"load_s": 1, "generate_s": 2, "total_s": 3}, "versions": {"python": "3"},
+                "auditor_version": "0", "created_at": "now", "capabilities": ["math"]},
+    }
+
+
+def test_html_escapes_model_output_and_shows_regression_first():
+    html = render_html(_typed(_results()))
+    # the raw markup never appears: in HTML it is entity-escaped, in the items' JSON block \u003c-escaped
+    assert "<script>alert" not in html and "<img src=x" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "\\u003cscript\\u003ealert(1)\\u003c/script\\u003e" in html
+    assert html.index("Verdict: FAIL") < html.index("Capabilities")
+    rows = item_rows(_typed(_results()))
+    # item m0 regressed (1 → 0) and comes first; m1 improved; m2 is the same
+    assert [(r["id"], r["outcome"]) for r in rows] == [("math/m0", "regression"), ("math/m1", "improvement"),
+                                                       ("math/m2", "same")]
+    assert "http://" not in html and "https://" not in html  # self-contained: no external resources
+
+
+def test_html_allows_only_its_own_script_by_hash():
+    html = render_html(_typed(_results()))
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', html).group(1)
+    (script,) = re.findall(r"<script>(.*?)</script>", html, flags=re.S)
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in csp and "default-src 'none'" in csp
+
+
+def test_group_cards_and_chart_follow_the_intervals():
+    r = _results()
+    r["comparisons"].append(dict(r["comparisons"][0], metric="math.other", base=0.9, adapter=0.5, delta=-40.0,
+                                 ci_low=-60.0, ci_high=-20.0))
+    (card,) = group_summary(_typed(r))
+    assert card["group"] == "CAN" and card["worse"] == ["math.other"] and card["better"] == []
+    assert card["rules"]["fail"] == 1 and card["status"] == "fail"
+    (panel,) = chart_groups(_typed(r), width=300)
+    assert panel["span"] == 100  # the widest interval end, 60 points, rounds up to 100
+    other = panel["rows"][1]
+    assert other["direction"] == "worse" and other["lox"] < other["dx"] < other["hix"] < 150  # left of Δ = 0
+    assert other["ax"] < other["bx"]
+
+
+def test_item_reasons_show_each_ifeval_instruction():
+    detail = {"instructions": ["punctuation:no_comma", "change_case:english_lowercase"],
+              "followed_strict": [False, True], "followed_loose": [True, True]}
+    assert _reason(detail) == ("punctuation:no_comma ✗ strict ✓ loose; change_case:english_lowercase ✓ strict ✓ loose")
+    assert _reason({"extracted": 60.0, "gold": 540.0}) == "extracted: 60.0; gold: 540.0"
+
+
+def test_results_schema_is_valid_and_catches_faults():
+    schema = json.loads(RESULTS_SCHEMA_PATH.read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema_error(_results()) is None
+    r = _results()
+    r["comparisons"][0]["p_value"] = 1.5
+    assert "comparisons.0.p_value" in schema_error(r)
+    r = _results()
+    del r["items"][1]["adapter"]["text"]
+    assert "items.1.adapter" in schema_error(r)
+
+
+def test_sarif_and_junit_validate_against_their_schemas(tmp_path):
+    r = _results()
+    sarif = json.loads(render_sarif(_typed(r)))
+    jsonschema.Draft7Validator(json.loads((SCHEMAS / "sarif-schema-2.1.0.json").read_text())).validate(sarif)
+    (run,) = sarif["runs"]
+    assert [(x["ruleId"], x["level"]) for x in run["results"]] == [("math.numeric_match/max-drop", "error"),
+                                                                   ("declared-base-matches", "warning")]
+    assert run["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "w"
+    assert "<script>" in run["results"][0]["message"]["text"]  # JSON text, shown as text by SARIF viewers
+    xmlschema.XMLSchema(str(SCHEMAS / "junit-10.xsd")).validate(io.StringIO(render_junit(_typed(r))))
+
+
+def test_summary_fits_a_pr_comment():
+    r = _results()
+    r["verdict"]["rules"] = [dict(r["verdict"]["rules"][0], rule=f"rule {i}", reason="x" * 400) for i in range(400)]
+    md = render_summary_md(_typed(r))
+    assert len(md) <= SUMMARY_MAX_CHARS and md.rstrip().endswith("see the full report.")
+
+
+def test_summary_md_escapes():
+    md = render_summary_md(_typed(_results()))
+    assert "<script>" not in md and "\\<script\\>" in md
+    assert md.startswith("## ❌ adapter-auditor: FAIL")
+
+
+def test_write_and_rerender_from_results_json(tmp_path):
+    paths = write_reports(_typed(_results()), tmp_path / "a")
+    assert sorted(p.name for p in paths.values()) == ["checklist.md", "junit.xml", "report.html", "results.json",
+                                                      "results.sarif", "summary.md"]
+    suite = ET.parse(paths["junit.xml"]).getroot().find("testsuite")
+    assert suite.get("tests") == "2" and suite.get("failures") == "1"
+    proc = subprocess.run([*AUDIT, "report", str(paths["results.json"]), "--out", str(tmp_path / "b")],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 1, proc.stderr  # the stored verdict is FAIL
+    assert (tmp_path / "b" / "report.html").read_text() == paths["report.html"].read_text()
+
+
+def test_load_results_rejects_other_json(tmp_path):
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps({"hello": 1}))
+    with pytest.raises(AuditInputError, match="not an adapter-auditor results.json"):
+        load_results(p)
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (lambda r: r["verdict"].update(verdict="PASS"), "at verdict.verdict: 'PASS' is not one of"),
+    (lambda r: r["verdict"]["rules"][0].update(outcome="maybe"), "at verdict.rules.0.outcome: 'maybe' is not one of"),
+    (lambda r: r["verdict"].update(verdict="pass"), "contradicts its rules"),
+    (lambda r: r["verdict"].update(rules=[], verdict="pass"), "verdict.rules is empty"),
+    (lambda r: r["items"].append(dict(r["items"][0])), "appears twice in items"),
+    (lambda r: r["comparisons"][0].update(ci_low=0.5, ci_high=-0.5), "has ci_low 0.5 above ci_high -0.5"),
+])
+def test_load_results_refuses_inconsistent_verdicts(tmp_path, edit, needle):
+    r = _results()
+    edit(r)
+    p = tmp_path / "results.json"
+    p.write_text(json.dumps(r))
+    with pytest.raises(AuditInputError, match=needle):
+        load_results(p)
+
+
+def test_load_results_refuses_nan_and_lone_surrogates(tmp_path):
+    p = tmp_path / "results.json"
+    p.write_text(json.dumps(_results()).replace('"delta": 0.0', '"delta": NaN'))
+    with pytest.raises(AuditInputError, match="non-standard JSON number NaN"):
+        load_results(p)
+    p.write_text(json.dumps(_results()).replace('"delta": 0.0', '"delta": 1e400'))
+    with pytest.raises(AuditInputError, match="number 1e400 is out of range"):
+        load_results(p)
+    p.write_text(json.dumps(_results()).replace("q0 ", "q0 \\ud800 ".replace("\\\\", "\\")))
+    with pytest.raises(AuditInputError, match="surrogates"):
+        load_results(p)
+
+
+def test_control_characters_do_not_reach_junit_or_markdown():
+    r = _results()
+    r["verdict"]["rules"][0]["reason"] = "bad \x1b[31mred\x1b]0;pwned\x07 \x00 end"
+    r["suite"]["name"] = "<script>x</script>\rnext"
+    ET.fromstring(render_junit(_typed(r)).split("?>", 1)[1])  # well-formed XML
+    assert "\x1b" not in render_junit(_typed(r)) and "\x00" not in render_junit(_typed(r))
+    md = render_summary_md(_typed(r))
+    assert "\x1b" not in md and "<script>" not in md and "\r" not in md
+
+
+def _with_baseline():
+    r = _results()
+    prev = dict(r["comparisons"][0], base=1.0, adapter=2 / 3, delta=-33.3, ci_low=-66.7, ci_high=0.0)
+    r["baseline"] = {"adapter": {"path": "adapters/v1-" + HOSTILE, "sha256": "c" * 64}, "comparisons": [prev]}
+    r["verdict"]["rules"].append({"rule": "vs previous release: math.numeric_match: max drop", "outcome": "fail",
+                                  "reason": "math.numeric_match dropped by 33.3 points (100.0 → 66.7, previous → "
+                                            "candidate)", "value": 33.3, "limit": 10.0, "mode": "point",
+                                  "decision": "fail", "ci": [0.0, 66.7], "p_value": None, "p_adjusted": None,
+                                  "n_items": 3})
+    return r
+
+
+def test_baseline_comparison_in_every_output():
+    r = _with_baseline()
+    assert schema_error(r) is None
+    html = render_html(_typed(r))
+    assert "Against the previous release" in html and "adapters/v1-&lt;script&gt;" in html
+    table = html.split('id="baseline"')[1].split("</table>")[0]
+    header, row = table.count("<th>"), table.split("</tr>")[1]
+    assert header == 9 and row.count("<td") == 9, table  # no relative Δ or BH column against the previous release
+    assert ">100.0<" in row and ">66.7<" in row and ("−33.3" in row or "-33.3" in row), row
+    md = render_summary_md(_typed(r))
+    assert "**Against the previous release**" in md and "| previous | candidate |" in md
+    junit = render_junit(_typed(r))
+    assert 'name="vs previous release: math.numeric_match: max drop"' in junit
+
+
+def test_checklist_ticks_only_passed_rules_and_gives_evidence():
+    r = _with_baseline()
+    r["verdict"]["rules"].append({"rule": "ifeval.prompt_level_strict_acc: max drop", "outcome": "pass",
+                                  "reason": "ifeval changed by 0.0 points"})
+    lines = render_checklist(_typed(r)).splitlines()
+    assert lines[0].startswith("## Release checklist: ") and lines[0].endswith("— FAIL")
+    boxes = [x for x in lines if x.startswith("- [")]
+    assert boxes[0].startswith("- [ ] math.numeric\\_match: max drop — **FAIL**: r \\<script\\>")
+    assert "- [x] ifeval.prompt\\_level\\_strict\\_acc: max drop — pass: ifeval changed by 0.0 points" in boxes
+    assert any(x.startswith("- [ ] declared base matches — warning — needs a reviewer's sign-off") for x in boxes)
+    assert any("previous release (`--baseline`)" in x for x in lines)
+    assert "<script>" not in "\n".join(lines)
+
+
+def test_a_render_fault_never_loses_results_json(tmp_path, monkeypatch):
+    import auditor.reports as report
+
+    def broken(results):
+        raise KeyError("a template bug")
+
+    monkeypatch.setattr(report, "render_html", broken)
+    with pytest.raises(AuditInputError, match="incomplete or invalid results data"):
+        write_reports(_typed(_results()), tmp_path / "out")
+    assert load_results(tmp_path / "out" / "results.json") == _typed(_results())  # kept, and re-renderable
+    assert not (tmp_path / "out" / "report.html").exists()
+
+
+def test_an_out_folder_that_cannot_be_written_is_refused_before_any_work(tmp_path):
+    with pytest.raises(AuditInputError, match="--out cannot be written in /proc"):
+        write_reports(_typed(_results()), Path("/proc/auditor-test/out"))
+
+
+def test_a_limited_run_says_so_next_to_its_verdict():
+    r = _results()
+    assert "--limit" not in render_summary_md(_typed(r)) and "--limit" not in render_html(_typed(r)).split("<main>")[0]
+    r["run"]["limit"] = 3
+    banner = render_html(_typed(r)).split("<main>")[0]
+    assert "<b>--limit 3</b>: at most 3 items per capability: a quick check" in banner
+    assert "> **--limit 3:** at most 3 items per capability" in render_summary_md(_typed(r))
