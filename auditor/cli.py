@@ -48,6 +48,27 @@ def cli() -> None:
     """
 
 
+class _Budget(click.ParamType):
+    """``auto``, a number of items, or a time (``90s``, ``10m``, ``1h``): (items, seconds)."""
+
+    name = "N|TIME|auto"
+
+    def convert(self, value, param, ctx):  # noqa: D102 - click's interface
+        if isinstance(value, tuple):
+            return value
+        text = str(value).strip().lower()
+        if text == "auto":
+            return (None, None)
+        import re
+
+        m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(s|m|h)", text)
+        if m:
+            return (10 ** 9, float(m.group(1)) * {"s": 1, "m": 60, "h": 3600}[m.group(2)])
+        if text.isdigit():
+            return (int(text), None)
+        self.fail(f"{value!r} is not a number of items, a time (90s, 10m) or 'auto'", param, ctx)
+
+
 class _BatchSize(click.ParamType):
     """A positive integer or ``auto``."""
 
@@ -127,6 +148,10 @@ class _BatchSize(click.ParamType):
                    "torch.load(weights_only=True), which loads tensors only and runs no code, converted to "
                    "safetensors in the cache folder (the adapter folder is not written) and audited like any "
                    "safetensors adapter.")
+@click.option("--budget", "budget", type=_Budget(), default="auto", show_default=True,
+              help="What the audit may spend on rules its suite left undecided: N more items (asked of base and "
+                   "adapter) drawn from the capabilities' pools in rounds, a time such as 10m or 90s, or auto "
+                   "(the suite's item count on a CPU, twice it on a GPU); 0 judges on the suite alone.")
 @click.option("--max-adapter-size", "max_adapter_size", default=None, metavar="SIZE",
               help="Refuse adapter weights files larger than SIZE (e.g. 500MB, 8GiB; default: "
                    "$AUDITOR_MAX_ADAPTER_SIZE, else 4GiB).")
@@ -135,7 +160,7 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
             data_dir: str | None, quiet: bool, as_json: bool, fmt: str, baseline: str | None, backend: str,
             dtype: str, vllm_args: tuple[str, ...], endpoint: str | None, served_base: str | None,
             served_adapters: tuple[str, ...], concurrency: int, allow_bin: bool,
-            max_adapter_size: str | None) -> None:
+            max_adapter_size: str | None, budget: tuple[int | None, float | None]) -> None:
     """Audit ADAPTERS (PEFT adapter folders, their adapter_model.safetensors, or hub ids owner/name[@revision]).
 
     Several adapters of the same base are audited against one base pass; each
@@ -158,7 +183,8 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
                         vllm_args=parse_engine_args(vllm_args), endpoint=endpoint, served_base=served_base,
                         served_adapters=served_adapters, concurrency=concurrency, allow_bin=allow_bin,
                         max_adapter_bytes=None if max_adapter_size is None
-                        else parse_size(max_adapter_size, "--max-adapter-size"))
+                        else parse_size(max_adapter_size, "--max-adapter-size"),
+                        budget_items=budget[0], budget_seconds=budget[1])
     fmt = "json" if as_json else fmt
     if quiet:  # third-party tqdm bars too (transformers' GGUF conversion on a first run, weight loading);
         # tqdm reads TQDM_* when it is first imported, which happens later, with transformers

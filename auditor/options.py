@@ -46,3 +46,7 @@ class AuditOptions:
     allow_bin: bool = False
     #: ``--max-adapter-size``: the largest adapter weights file accepted (None: $AUDITOR_MAX_ADAPTER_SIZE or 4 GiB)
     max_adapter_bytes: int | None = None
+    #: ``--budget``: items the rounds may add for undecided rules (None: auto, the suite's item count on
+    #: the CPU, twice them on a GPU; 0: no rounds) and seconds they may take (None: no time limit)
+    budget_items: int | None = None
+    budget_seconds: float | None = None

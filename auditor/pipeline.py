@@ -8,39 +8,34 @@ user meets them: backend options, each adapter's files, the suite, the policy, t
 
 from __future__ import annotations
 
-import datetime as _dt
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
 from rich.markup import escape
 
-from . import __version__
+from . import assembly
+from .assembly import Evidence
 from .analysis import compare_metrics, drift_score
 from .analysis.noise_floor import noise_floor
 from .backends import BACKENDS, Backend, GenerationCache, choose_backend, fall_back_for
 from .errors import AuditInputError
 from .inspect import bin_adapter_file, convert_bin_adapter, inspect_adapter, preflight_adapter, resolve_base
 from .inspect import hub
+from .inspect.weight_space import weight_space
 from .options import AuditOptions
 from .policy import Policy, judge, load_policy
-from .records import AdapterInfo, BaseModel, Generation, MetricComparison, NoiseFloor, Score, Suite
-from .results import (RESULTS_SCHEMA_VERSION, AdapterRecord, Answer, AuditResult, BaselineRecord, BaseRecord,
-                      ItemRecord, PolicyRecord, RunRecord, StatisticsRecord, SuiteRecord)
+from .records import (AdapterInfo, BaseModel, DriftResult, Generation, Item, MetricComparison, NoiseFloor,
+                      RuleOutcome, Score, Suite)
+from .results import AuditResult
 from .scorers import score_all
 from .suite import load_suite, plan_requests, preset_metric_units
+from .suite.pools import Pool, load_pool
 from .util.files import cache_dir
-from .util.hashing import adapter_digest, canonical_sha256, folder_digest, sha256_file
-from .util.versions import package_versions
+from .util.hashing import adapter_digest, folder_digest, sha256_file
 
 Log = Callable[[str], Any]
-
-
-def _for_variant(counts: dict[str, int], variant: str) -> dict[str, int]:
-    """Per-variant counters of the base, of one adapter variant (renamed ``adapter``) and of the
-    ``--baseline`` adapter (``baseline``)."""
-    return {("adapter" if v == variant else v): n for v, n in counts.items() if v in ("base", variant, "baseline")}
 
 
 def _check_given_once(opts: AuditOptions, given: tuple[str, ...], arg: str, digest: str, seen: dict[str, str]) -> None:
@@ -130,6 +125,8 @@ def run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print) 
             raise AuditInputError("nltk punkt_tab", str(e)) from None
     base = resolve_base(opts.base)
     infos = [inspect_adapter(a, base.path, base.name, opts.max_adapter_bytes) for a in given]
+    for info in infos:  # the weight-space pre-screen: seconds, from the tensors, before any generation
+        info.weight_space = weight_space(Path(info.weights_file), info.config, base.path, info.ranks)
     for a, info in zip(given, infos):
         if a in converted:
             info.warnings.append(f"pickle adapter {converted[a]} loaded with torch.load(weights_only=True) "
@@ -184,106 +181,156 @@ def _label(opts: AuditOptions, adapter: AdapterInfo) -> tuple[str | None, str]:
     return None, "none"
 
 
+@dataclass
+class Budget:
+    """How many more items (each asked of every variant) and seconds the rounds may spend.
+
+    Attributes:
+        items: items the rounds may add over all capabilities (0: no rounds).
+        seconds: wall-clock seconds the rounds may take (None: no time limit).
+    """
+
+    items: int
+    seconds: float | None = None
+    used_items: int = 0
+    started: float = field(default_factory=time.perf_counter)
+
+    def left(self) -> int:
+        """Items still to spend (0 once the time is up)."""
+        if self.seconds is not None and time.perf_counter() - self.started >= self.seconds:
+            return 0
+        return max(0, self.items - self.used_items)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"items": self.items, "seconds": self.seconds, "used_items": self.used_items,
+                "used_s": round(time.perf_counter() - self.started, 3)}
+
+
+def budget_for(opts: AuditOptions, suite: Suite, backend: Backend) -> Budget:
+    """The rounds' budget: ``--budget`` items / seconds, or with ``auto`` the suite's item count on the
+    CPU and twice it on a GPU or a server (where generation is cheap)."""
+    if opts.budget_items is not None:
+        return Budget(opts.budget_items, opts.budget_seconds)
+    cheap = backend.name in ("vllm", "openai") or str(getattr(backend, "device", "cpu")).startswith("cuda")
+    return Budget(int(len(suite.items) * (2.0 if cheap else 1.0)), opts.budget_seconds)
+
+
+def _analyse(run: _Run, suite: Suite, scores: list[Score], prev_scores: list[Score], label: str | None,
+             label_source: str, mapping: Any) -> tuple[list[MetricComparison], DriftResult, list[MetricComparison] | None]:
+    """Compare (analysis stage) base and adapter, DriftScore, and the candidate against ``--baseline``."""
+    settings = run.policy.statistics.settings
+    comparisons = compare_metrics(suite, scores, settings)
+    drift = drift_score(comparisons, label, label_source, mapping.target if mapping else None,
+                        list(mapping.off_target) if mapping else [], float(run.policy.drift.max_drift_score_pts))
+    prev = None
+    if run.baseline is not None:  # candidate vs previously approved adapter: the previous one on the "base" side
+        cand = [replace(x, variant="adapter") for x in scores if x.variant == "adapter"]
+        prev = compare_metrics(suite, [*prev_scores, *cand], settings)
+    return comparisons, drift, prev
+
+
 def _one_result(run: _Run, adapter: AdapterInfo, adapter_id: str, variant: str, adapter_gens: list[Generation],
                 log: Log) -> AuditResult:
-    """Score, compare, judge and assemble the result of one adapter of a (multi-)audit."""
+    """Score, compare and judge one adapter of a (multi-)audit, look by look: while rules are undecided
+    and the budget allows, draw more items for their capabilities from the suite's pools, generate
+    base and adapter answers to the new items only, and decide again (DESIGN.md §2, issue 19)."""
     suite, policy, opts = run.suite, run.policy, run.opts
-    items = {i.id: i for i in suite.items}
     label, label_source = _label(opts, adapter)
     mapping = policy.labels.get(label) if label else None
     if mapping and not {mapping.target, *mapping.off_target} <= set(suite.metric_names()):
         log(f"[yellow]note:[/] DriftScore for label {escape(repr(label))} needs capabilities left out of this run")
         mapping = None
-
+    items = {i.id: i for i in suite.items}
     generations = [*run.base_gens, *adapter_gens]
     scores = [*run.base_scores, *score_all(items, adapter_gens, run.scorer_of)]
-    settings = policy.statistics.settings
-    comparisons = compare_metrics(suite, scores, settings)
-    drift = drift_score(comparisons, label, label_source, mapping.target if mapping else None,
-                        list(mapping.off_target) if mapping else [], float(policy.drift.max_drift_score_pts))
-    prev_comparisons: list[MetricComparison] | None = None
-    if run.baseline is not None:  # candidate vs previously approved adapter: the previous one on the "base" side
-        cand = [replace(x, variant="adapter") for x in scores if x.variant == "adapter"]
-        prev_comparisons = compare_metrics(suite, [*run.baseline[3], *cand], settings)
-    verdict = judge(policy, comparisons, drift, adapter, run.noise, baseline_comparisons=prev_comparisons)
-    return AuditResult(
-        schema_version=RESULTS_SCHEMA_VERSION,
-        verdict=verdict,
-        adapter=AdapterRecord.of(adapter, adapter_id, run.hub_of.get(adapter.path)),
-        base=BaseRecord(run.base.name, str(run.base.path), run.base.source, run.base.content_hash, run.base.hub,
-                        run.base_digest),
-        suite=SuiteRecord(suite.name, suite.version, suite.path, [i.id for i in suite.items],
-                          canonical_sha256([[i.id, list(i.messages), i.max_new_tokens, i.target] for i in suite.items]),
-                          [dict(src) for src in suite.sources]),
-        policy=PolicyRecord(policy.path, policy.content, canonical_sha256(policy.content)),
-        comparisons=comparisons,
-        drift=drift,
-        items=_item_records(run, generations, scores),
-        noise_floor=run.noise,
-        baseline=None if run.baseline is None else BaselineRecord(
-            AdapterRecord.of(run.baseline[0], run.baseline[1], run.hub_of.get(run.baseline[0].path)),
-            prev_comparisons or []),
-        statistics=_statistics_record(policy),
-        run=_run_record(run, variant),
-    )
+    prev_gens = list(run.baseline[2]) if run.baseline else []
+    prev_scores = list(run.baseline[3]) if run.baseline else []
+    budget = budget_for(opts, suite, run.backend)
+    pools: dict[str, Pool] = {}
+    item_round = {i.id: 1 for i in suite.items}
+    rounds: list[dict[str, Any]] = [{"look": 1, "items": _per_capability(suite)}]
+    look = 1
+    while True:
+        comparisons, drift, prev_comparisons = _analyse(run, suite, scores, prev_scores, label, label_source, mapping)
+        more = look < policy.statistics.looks and budget.left() > 0
+        verdict = judge(policy, comparisons, drift, adapter, run.noise, baseline_comparisons=prev_comparisons,
+                        look=look, last=not more)
+        undecided = verdict.undecided
+        if not undecided:
+            break
+        new = _draw(run, suite, undecided, pools, budget)
+        if not new:  # the pools are spent: decide on what there is
+            verdict = judge(policy, comparisons, drift, adapter, run.noise, baseline_comparisons=prev_comparisons,
+                            look=look, last=True)
+            break
+        look += 1
+        rounds[-1]["undecided"] = [r.rule for r in undecided]
+        log(f"round {look - 1}: {len(undecided)} rule{'s' if len(undecided) != 1 else ''} undecided "
+            f"({', '.join(escape(r.rule) for r in undecided[:4])}{', ...' if len(undecided) > 4 else ''}); "
+            f"{len(new)} more items for {', '.join(sorted({i.capability for i in new}))}")
+        variants = ("base", variant, *(("baseline",) if run.baseline else ()))
+        fresh = run.backend.generate(plan_requests(replace(suite, items=tuple(new)), variants))
+        new_items = {i.id: i for i in new}
+        base_new = [g for g in fresh if g.variant == "base"]
+        mine_new = [replace(g, variant="adapter") for g in fresh if g.variant == variant]
+        generations += [*base_new, *mine_new]
+        scores += [*score_all(new_items, base_new, run.scorer_of), *score_all(new_items, mine_new, run.scorer_of)]
+        if run.baseline:
+            prev_new = [replace(g, variant="base") for g in fresh if g.variant == "baseline"]
+            prev_gens += prev_new
+            prev_scores += score_all(new_items, prev_new, run.scorer_of)
+        suite = replace(suite, items=(*suite.items, *new))
+        item_round.update({i.id: look for i in new})
+        rounds.append({"look": look, "items": _per_capability(suite), "new_items": _per_capability(new)})
+    rounds[-1]["undecided"] = [r.rule for r in verdict.undecided]
+    ev = Evidence(suite, generations, scores, comparisons, drift, verdict, prev_comparisons, prev_gens, prev_scores,
+                  rounds, item_round, budget.as_dict())
+    return assembly.result(run, adapter, adapter_id, variant, ev)
 
 
-def _item_records(run: _Run, generations: list[Generation], scores: list[Score]) -> list[ItemRecord]:
-    """Every item with its rendered prompt and each variant's answer, scores and scorer detail."""
-    gen_of = {(g.item_id, g.variant): g for g in generations}
-    score_of = {(s.item_id, s.variant): s for s in scores}
-    prev_of: dict[str, tuple[Generation, Score]] = {}
-    if run.baseline is not None:
-        prev_score = {x.item_id: x for x in run.baseline[3]}
-        prev_of = {g.item_id: (g, prev_score[g.item_id]) for g in run.baseline[2]}
-
-    def answer(g: Generation, s: Score) -> Answer:
-        return Answer(g.text, g.n_tokens, s.values, s.detail)
-
-    rows = []
-    for it in run.suite.items:
-        rows.append(ItemRecord(
-            id=it.id, capability=it.capability, group=it.group, prompt=it.prompt,
-            rendered_prompt=run.backend.render(it), messages=list(it.messages), max_new_tokens=it.max_new_tokens,
-            target=it.target, meta=it.meta,
-            base=answer(gen_of[(it.id, "base")], score_of[(it.id, "base")]),
-            adapter=answer(gen_of[(it.id, "adapter")], score_of[(it.id, "adapter")]),
-            baseline=answer(*prev_of[it.id]) if it.id in prev_of else None))
-    return rows
+def _per_capability(items: Any) -> dict[str, int]:
+    """Capability → number of items (of a suite, or a list of items)."""
+    out: dict[str, int] = {}
+    for i in (items.items if isinstance(items, Suite) else items):
+        out[i.capability] = out.get(i.capability, 0) + 1
+    return out
 
 
-def _statistics_record(policy: Policy) -> StatisticsRecord:
-    sc = policy.statistics
-    return StatisticsRecord(
-        confidence=float(sc.confidence), n_resamples=int(sc.n_resamples), seed=int(sc.seed),
-        multiplicity=sc.multiplicity, min_items=int(sc.min_items),
-        interval="paired bootstrap, expanded percentile (Hesterberg 2015)",
-        tests={"pass/fail": "exact McNemar (binomial test on discordant pairs)", "other": "Wilcoxon signed-rank",
-               "max_gap": "paired permutation"},
-        p_adjusted="Benjamini-Hochberg")
+def round_sizes(undecided: list[RuleOutcome], have: dict[str, int], available: dict[str, int],
+                budget_left: int) -> dict[str, int]:
+    """How many new items each capability gets in the next round: as many as it has (its sample
+    doubles), capped by its pool, in order of how likely its undecided rules are to fail (the largest
+    movement relative to its limit first), until the budget is spent.
+
+    Args:
+        undecided: the look's undecided rules (each names its capabilities).
+        have: capability → items judged so far.
+        available: capability → items left in its pool.
+        budget_left: items the rounds may still add.
+    """
+    urgency: dict[str, float] = {}
+    for r in undecided:
+        ratio = (r.value or 0.0) / r.limit if r.limit else 0.0
+        for c in r.capabilities:
+            urgency[c] = max(urgency.get(c, float("-inf")), ratio)
+    out: dict[str, int] = {}
+    for cap in sorted(urgency, key=lambda c: (-urgency[c], c)):
+        n = min(have.get(cap, 0), available.get(cap, 0), budget_left)
+        if n > 0:
+            out[cap] = n
+            budget_left -= n
+    return out
 
 
-def _run_record(run: _Run, variant: str) -> RunRecord:
-    backend, stats = run.backend, run.backend.stats
-    cache = backend.cache.stats.as_dict()
-    info = backend.run_info(variant)
-    return RunRecord(
-        backend=stats.backend, backend_reason=run.backend_reason, dtype=run.opts.dtype,
-        # vllm: "auto" (its scheduler batches the one generate call)
-        batch_size=backend.batch_size, limit=run.opts.limit,
-        batch_sizes_used={str(k): v for k, v in sorted(stats.batch_sizes_used.items())},
-        capabilities=[c.name for c in run.suite.capabilities],
-        decoding="greedy",
-        new_tokens=_for_variant(stats.new_tokens, variant),
-        generated=_for_variant(stats.generated, variant),
-        cache=cache | {k: _for_variant(cache[k], variant) for k in ("hits", "misses")},
-        adapters_in_run=run.n_adapters,
-        vllm=info if backend.name == "vllm" else None,
-        openai=info if backend.name == "openai" else None,
-        model_loaded=backend.model_loaded,
-        timings={"load_s": round(stats.load_s, 3), "generate_s": round(stats.generate_s, 3),
-                 "total_s": round(time.perf_counter() - run.t_start, 3)},
-        versions=package_versions(__version__),
-        auditor_version=__version__,
-        created_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-    )
+def _draw(run: _Run, suite: Suite, undecided: list[RuleOutcome], pools: dict[str, Pool], budget: Budget) -> list[Item]:
+    """The next round's items (:func:`round_sizes`), drawn from the capabilities' pools."""
+    for cap in dict.fromkeys(c for r in undecided for c in r.capabilities):
+        if cap not in pools:
+            pools[cap] = load_pool(suite, cap, run.opts.data_dir, run.policy.statistics.seed)
+    sizes = round_sizes(undecided, _per_capability(suite), {c: p.remaining for c, p in pools.items()}, budget.left())
+    out: list[Item] = []
+    for cap, n in sizes.items():
+        drawn = pools[cap].draw(n)
+        budget.used_items += len(drawn)
+        out += drawn
+    return out

@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .records import AdapterInfo, DriftResult, MetricComparison, NoiseFloor, Verdict
+from .records import AdapterInfo, DriftResult, MetricComparison, NoiseFloor, Verdict, WeightSpace
 from .records.plain import from_plain, to_plain
 
 #: results.json's ``schema_version`` (the shipped schema's version)
-RESULTS_SCHEMA_VERSION = 3
+RESULTS_SCHEMA_VERSION = 4
 
 _OMIT = {"omit_none": True}
 
@@ -48,6 +48,8 @@ class AdapterRecord:
     max_rank: int = 0
     content_sha256: str | None = field(default=None, metadata=_OMIT)
     hub: dict | None = None
+    declared_base_status: str | None = field(default=None, metadata=_OMIT)
+    weight_space: WeightSpace | None = None
 
     @classmethod
     def of(cls, info: AdapterInfo, digest: str, hub: dict | None) -> "AdapterRecord":
@@ -78,6 +80,8 @@ class SuiteRecord:
     item_ids: list[str]
     items_sha256: str
     sources: list[dict[str, Any]] = field(default_factory=list)
+    #: capability → its scorer's name (the report asks the scorer how to explain an item's detail)
+    scorers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -115,6 +119,8 @@ class ItemRecord:
     base: Answer | None = None
     adapter: Answer | None = None
     baseline: Answer | None = field(default=None, metadata=_OMIT)
+    #: the look that added the item: 1 for the suite's own items, then one per round of items
+    round: int = 1
 
 
 @dataclass
@@ -138,6 +144,13 @@ class StatisticsRecord:
     interval: str | None = field(default=None, metadata=_OMIT)
     tests: dict[str, str] | None = field(default=None, metadata=_OMIT)
     p_adjusted: str | None = field(default=None, metadata=_OMIT)
+    #: the evidence mode's settings (auditor.policy.decisions): false-fail rate over all rules and
+    #: looks, at most this many looks, miss rate of a clear regression, what clear means (× the limit)
+    alpha: float | None = field(default=None, metadata=_OMIT)
+    looks: int | None = field(default=None, metadata=_OMIT)
+    beta: float | None = field(default=None, metadata=_OMIT)
+    clear_harm: float | None = field(default=None, metadata=_OMIT)
+    spending: float | None = field(default=None, metadata=_OMIT)
 
 
 @dataclass
@@ -166,11 +179,16 @@ class RunRecord:
     vllm: dict[str, Any] | None = field(default=None, metadata=_OMIT)
     openai: dict[str, Any] | None = field(default=None, metadata=_OMIT)
     model_loaded: bool | None = field(default=None, metadata=_OMIT)
+    #: one record per look: ``look``, ``items`` (capability → items judged), ``new_items`` (capability →
+    #: items this round added), ``undecided`` (the rules that bought them)
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+    #: the escalation budget (``items``, ``seconds``) and what was used (``used_items``, ``used_s``)
+    budget: dict[str, Any] = field(default_factory=dict)
 
     #: results.json's key order (the dataclass's differs: required fields come first)
     ORDER = ("backend", "backend_reason", "dtype", "batch_size", "limit", "batch_sizes_used", "capabilities",
              "decoding", "new_tokens", "generated", "cache", "adapters_in_run", "vllm", "openai", "model_loaded",
-             "timings", "versions", "auditor_version", "created_at")
+             "rounds", "budget", "timings", "versions", "auditor_version", "created_at")
 
 
 @dataclass

@@ -111,6 +111,12 @@ def compare_metrics(suite: Suite, scores: list[Score], settings: StatsSettings |
                     test, p = "mcnemar_exact", stats.mcnemar_exact(bo, ao)
                 else:
                     test, p = "wilcoxon", stats.wilcoxon_p(d)
+            # one-sided tests of "no movement" (the evidence mode's harm test), on a stream of their own
+            # so that adding them changed no interval or two-sided p-value
+            p_dec, p_inc = stats.one_sided_p(d, st.n_resamples, stats.rng_for(st.seed, f"{cap.name}.{m.name}/one-sided"),
+                                             m.aggregate)
+            floor = stats.chance_level([len(it.target.get("choices") or [0] * 4) for it in items]) \
+                if m.chance_floor else 0.0
             out.append(MetricComparison(
                 metric=f"{cap.name}.{m.name}", capability=cap.name, group=cap.group, n_items=d.n_items,
                 base=b_obs, adapter=a_obs, delta=scale * (a_obs - b_obs),
@@ -120,7 +126,7 @@ def compare_metrics(suite: Suite, scores: list[Score], settings: StatsSettings |
                 n_clusters=d.n_clusters, confidence=st.confidence,
                 ci_low=stats.finite_or_none(lo), ci_high=stats.finite_or_none(hi),
                 rel_ci_pct=[rel_lo, rel_hi] if b_obs and np.isfinite(rel_lo) else None,
-                test=test, p_value=p, discordant=disc,
+                test=test, p_value=p, discordant=disc, p_decrease=p_dec, p_increase=p_inc, floor=floor,
                 draws=scale * boot.delta, rel_draws=boot.rel_delta_pct,
             ))
     for c, q in zip(out, stats.bh_adjust([c.p_value for c in out])):

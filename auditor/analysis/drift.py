@@ -60,5 +60,11 @@ def drift_score(comparisons: list[MetricComparison], label: str | None, label_so
         draws = og_draws - _gain(t, t.draws)
         n_units = min(by[m].n_clusters for m in (target, *off_target))
         lo, hi = (stats.finite_or_none(x) for x in stats.percentile_interval(draws, t.confidence, n_units))
+    p_positive = None
+    if draws is not None:
+        finite = np.asarray(draws, dtype=float)
+        finite = finite[np.isfinite(finite)]
+        if finite.size:
+            p_positive = float((1 + np.sum(finite <= 0)) / (1 + finite.size))
     return DriftResult(label, label_source, target, list(off_target), tg, og, ds, ds > max_drift_pts,
-                       ci_low_pts=lo, ci_high_pts=hi, confidence=t.confidence, draws=draws)
+                       ci_low_pts=lo, ci_high_pts=hi, confidence=t.confidence, p_positive=p_positive, draws=draws)

@@ -72,7 +72,13 @@ class DriftSettings:
 @dataclass(frozen=True)
 class StatisticsPolicy:
     """The ``statistics:`` section: interval level, resamples, seed, multiplicity adjustment
-    (``bh`` or ``none``), the fewest items a rule decides on, and what an inconclusive rule is."""
+    (``bh`` or ``none``), the fewest items a rule decides on, what an inconclusive rule and a rule
+    the base cannot show are, and the ``evidence`` mode's settings: ``alpha`` (the false-fail rate
+    allowed over all rules and looks together, a fraction), ``looks`` (at most this many looks:
+    the suite's items, then one per round of items), ``beta`` (the miss rate allowed for a
+    regression of ``clear_harm`` × the limit, per look) and ``clear_harm``
+    (:mod:`auditor.policy.decisions`), and ``spending``, the exponent ρ of the alpha-spending plan
+    over the looks (:func:`auditor.policy.decisions.alpha_at_look`)."""
 
     confidence: float = 0.95
     n_resamples: int = N_RESAMPLES
@@ -80,6 +86,12 @@ class StatisticsPolicy:
     multiplicity: str = "bh"
     min_items: int = 10
     on_inconclusive: str = "warn"
+    on_not_measurable: str = "warn"
+    alpha: float = 0.05
+    looks: int = 4
+    beta: float = 0.05
+    clear_harm: float = 2.0
+    spending: float = 2.0
 
     @property
     def settings(self) -> StatsSettings:

@@ -1,106 +1,46 @@
 """Stage 6 — judge: policy rules → verdict.
 
 The policy (:mod:`auditor.policy.loading`) is applied to one adapter's comparisons. Each rule yields a
-:class:`~auditor.records.RuleOutcome` with its reason; the verdict is
-``fail`` if any rule fails, else ``pass``.
+:class:`~auditor.records.RuleOutcome` with its reason; the verdict is ``fail`` if any rule fails,
+else ``pass``.
 
-Decision modes of a limit rule (``mode:``), on the *movement* m toward the
-limited direction (a drop for ``max_drop_*``, a rise for ``max_rise_*``) and
-its paired-bootstrap interval (:mod:`auditor.analysis.compare`):
+Decision modes of a limit rule (``mode:``), on the *movement* m toward the limited direction (a
+drop for ``max_drop_*``, a rise for ``max_rise_*``) and its paired-bootstrap interval
+(:mod:`auditor.analysis.compare`):
 
+* ``evidence`` — the default (issue 19): fail on evidence of harm beyond the limit, pass when the
+  data exclude a clear regression, otherwise undecided, which buys more items
+  (:mod:`auditor.policy.decisions` states the tests and their error rates);
 * ``point`` — fail when the point estimate m̂ exceeds the limit;
-* ``confident`` — fail only when the whole interval lies beyond the limit
-  (the data show the movement is too large); otherwise pass;
-* ``non_inferiority`` — the limit is a margin: pass only when the whole
-  interval lies within it (the data show the adapter is not worse by more
-  than the margin), fail when the whole interval lies beyond it, otherwise
-  ``inconclusive``.
+* ``confident`` — fail only when the whole interval lies beyond the limit (the data show the
+  movement is too large); otherwise pass;
+* ``non_inferiority`` — the limit is a margin: pass only when the whole interval lies within it
+  (the data show the adapter is not worse by more than the margin), fail when the whole interval
+  lies beyond it, otherwise ``inconclusive``.
 
-Any mode returns ``inconclusive`` when the metric has fewer than
-``statistics.min_items`` items. The decision (``pass`` / ``fail`` /
-``inconclusive``) becomes the rule's outcome; ``inconclusive`` is mapped by
-``statistics.on_inconclusive`` (pass / warn / fail) and a violated limit by the
-rule's ``action`` (fail, or warn).
+Any mode returns ``inconclusive`` (``evidence``: undecided) when the metric has fewer than
+``statistics.min_items`` items, and ``not_measurable`` when the base leaves the metric no room to
+move by the limit (:mod:`auditor.policy.measurability`) and the rule did not fail. The decision
+becomes the rule's outcome; ``inconclusive`` is mapped by ``statistics.on_inconclusive``,
+``not_measurable`` by ``on_not_measurable`` (pass / warn / fail) and a violated limit by the rule's
+``action`` (fail, or warn).
 
-Interval tests are done on one-sided bootstrap p-values (the share of
-replicates on the other side of the limit), compared with half the interval's
-tail mass, so "the interval lies beyond the limit" and "p < α/2" are the same
-statement. With ``statistics.multiplicity: bh`` the p-values of all
-``confident`` rules (and separately of all ``non_inferiority`` rules) are
-adjusted with Benjamini–Hochberg before that comparison.
+Interval tests (``confident``, ``non_inferiority``) are done on one-sided bootstrap p-values (the
+share of replicates on the other side of the limit), compared with half the interval's tail mass,
+so "the interval lies beyond the limit" and "p < α/2" are the same statement. With
+``statistics.multiplicity: bh`` the p-values of the rules of each mode are adjusted together with
+Benjamini–Hochberg before they decide.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
 
-from ..analysis.stats import bh_adjust, expanded_alpha
+from ..analysis.stats import expanded_alpha
 from ..records import AdapterInfo, DriftResult, MetricComparison, NoiseFloor, RuleOutcome, Verdict
+from .decisions import Pending, decide, one_sided_bootstrap
 from .loading import MetricLimit, Policy, StatisticsPolicy
-
-
-@dataclass
-class _Pending:
-    """A limit rule whose decision waits for the multiplicity adjustment."""
-
-    outcome: RuleOutcome
-    mode: str
-    p_beyond: float | None   # one-sided p of "movement within the limit" (small: confidently beyond)
-    p_within: float | None   # one-sided p of "movement beyond the limit" (small: confidently within)
-    alpha_half: float
-    point_beyond: bool
-    too_few: bool
-    action: str
-
-
-def _one_sided(draws: Any, limit: float) -> tuple[float | None, float | None]:
-    """``(p_beyond, p_within)`` from the movement's bootstrap replicates: the share
-    of replicates within the limit (small → confidently beyond it) and the share
-    beyond it (small → confidently within); (None, None) without replicates."""
-    if draws is None:
-        return None, None
-    r = np.asarray(draws, dtype=float)
-    r = r[np.isfinite(r)]
-    if r.size == 0:
-        return None, None
-    return float(np.mean(r <= limit)), float(np.mean(r >= limit))
-
-
-def _decide(pend: list[_Pending], stats_cfg: StatisticsPolicy) -> None:
-    """Fill in decision/outcome of every pending rule (BH within each interval mode)."""
-    for mode, field_ in (("confident", "p_beyond"), ("non_inferiority", "p_within")):
-        group = [r for r in pend if r.mode == mode and getattr(r, field_) is not None and not r.too_few]
-        raw = [getattr(r, field_) for r in group]
-        adj = bh_adjust(raw) if stats_cfg.multiplicity == "bh" else raw
-        for r, q in zip(group, adj):
-            r.outcome.p_value, r.outcome.p_adjusted = getattr(r, field_), q
-    for r in pend:
-        o = r.outcome
-        if r.too_few:
-            o.decision = "inconclusive"
-        elif r.mode == "point" or (r.p_beyond is None):
-            o.decision = "fail" if r.point_beyond else "pass"
-        elif r.mode == "confident":
-            o.decision = "fail" if o.p_adjusted < r.alpha_half else "pass"
-        else:  # non_inferiority
-            if o.p_adjusted < r.alpha_half:
-                o.decision = "pass"
-            elif r.p_beyond < r.alpha_half:
-                o.decision = "fail"
-            else:
-                o.decision = "inconclusive"
-        o.outcome = {"pass": "pass", "fail": r.action, "inconclusive": stats_cfg.on_inconclusive}[o.decision]
-        if o.decision == "inconclusive" and not r.too_few:
-            o.reason += "; the interval crosses the margin: inconclusive"
-        elif r.too_few and o.n_items is not None and o.n_items >= stats_cfg.min_items:
-            o.reason += ("; its items are variants of a single question (one cluster): no interval, "
-                         "inconclusive")
-        elif r.too_few:
-            o.reason += (f"; only {o.n_items} item{'s' if o.n_items != 1 else ''} "
-                         f"(policy min_items {stats_cfg.min_items}): inconclusive")
+from .measurability import room, why_not_measurable
 
 
 def _too_few(n_items: int, n_clusters: int, stats_cfg: StatisticsPolicy) -> bool:
@@ -128,7 +68,7 @@ def mismatch_kind(target_gain: float, off_target_gain: float) -> str:
 
 
 def _limit_rules(limits: dict[str, MetricLimit], comparisons: list[MetricComparison], stats_cfg: StatisticsPolicy,
-                 prefix: str, sides: tuple[str, str], rules: list[RuleOutcome], pend: list[_Pending]) -> None:
+                 prefix: str, sides: tuple[str, str], rules: list[RuleOutcome], pend: list[Pending]) -> None:
     """One rule per limit key of each limited metric, appended to ``rules`` (and
     to ``pend``, to be decided after the multiplicity adjustment). ``prefix``
     names the comparison in the rule name ("" for adapter vs base); ``sides``
@@ -144,7 +84,8 @@ def _limit_rules(limits: dict[str, MetricLimit], comparisons: list[MetricCompari
         for key, limit in lim.limits:
             kind = "drop" if "drop" in key else "rise"
             sign = -1.0 if kind == "drop" else 1.0
-            if key.endswith("_pct"):
+            pct = key.endswith("_pct")
+            if pct:
                 if c.rel_delta_pct is None:
                     rules.append(RuleOutcome(f"{prefix}{metric}: max {kind} (%)", "not_run",
                                              f"{metric} is 0 for the {sides[0]}: a relative change is undefined"))
@@ -158,7 +99,7 @@ def _limit_rules(limits: dict[str, MetricLimit], comparisons: list[MetricCompari
             moved = sign * est
             moved_draws = None if draws is None else sign * np.asarray(draws, dtype=float)
             moved_ci = None if ci is None or ci[0] is None else sorted([sign * ci[0] + 0.0, sign * ci[1] + 0.0])
-            p_beyond, p_within = _one_sided(moved_draws, limit)
+            p_beyond, p_within = one_sided_bootstrap(moved_draws, limit)
             shown = (f"{100 * c.base:.1f} → {100 * c.adapter:.1f}" if c.is_fraction
                      else f"{c.base:.1f} → {c.adapter:.1f} {c.unit}")
             if prefix:
@@ -172,18 +113,59 @@ def _limit_rules(limits: dict[str, MetricLimit], comparisons: list[MetricCompari
             o = RuleOutcome(name, "pass", reason, value=round(moved, 6), limit=limit, mode=mode,
                             ci=moved_ci, n_items=c.n_items)
             rules.append(o)
-            pend.append(_Pending(o, mode, p_beyond, p_within,
-                                 expanded_alpha(c.confidence, c.n_clusters) / 2, moved > limit + 1e-9,
-                                 _too_few(c.n_items, c.n_clusters, stats_cfg), lim.action))
+            p_harm = c.p_decrease if kind == "drop" else c.p_increase
+            pend.append(Pending(o, mode, moved, limit, moved_draws, p_beyond, p_within, p_harm,
+                                expanded_alpha(c.confidence, c.n_clusters) / 2,
+                                _too_few(c.n_items, c.n_clusters, stats_cfg), lim.action,
+                                room=room(c, kind, pct),
+                                measurability=why_not_measurable(c, kind, pct, limit, unit) if not prefix else "",
+                                n_items=c.n_items, capabilities=[c.capability]))
 
 
 #: rule-name prefix of the limits judged against the previously approved adapter (``--baseline``)
 BASELINE_PREFIX = "vs previous release: "
+#: the nominal-label rule's name
+DRIFT_RULE = "nominal label: DriftScore"
+
+
+def _drift_rule(policy: Policy, drift: DriftResult, by: dict[str, MetricComparison], rules: list[RuleOutcome],
+                pend: list[Pending]) -> None:
+    d, stats_cfg = policy.drift, policy.statistics
+    if drift.label is None:
+        rules.append(RuleOutcome("nominal label: present", d.on_missing_label,
+                                 "no nominal label given (--label) or found in the adapter's model card; "
+                                 "DriftScore not computed"))
+    elif drift.label in policy.labels and drift.target_metric is None:
+        rules.append(RuleOutcome(DRIFT_RULE, "not_run",
+                                 f"label {drift.label!r}: its target/off-target capabilities were not part of this run"))
+    elif drift.target_metric is None:
+        rules.append(RuleOutcome("nominal label: known to policy", d.on_unknown_label,
+                                 f"label {drift.label!r} has no target metric in the policy; DriftScore not computed"))
+    else:
+        assert drift.drift_score_pts is not None
+        mode = d.mode
+        limit = float(d.max_drift_score_pts)
+        ci = [drift.ci_low_pts, drift.ci_high_pts] if drift.ci_low_pts is not None else None
+        metrics = (drift.target_metric, *drift.off_target_metrics)
+        o = RuleOutcome(
+            DRIFT_RULE, "pass",
+            f"label {drift.label!r} promises {drift.target_metric}: TargetGain {drift.target_gain_pts:+.1f}, "
+            f"OffTargetGain {drift.off_target_gain_pts:+.1f}, DriftScore {drift.drift_score_pts:+.1f} points"
+            f"{_ci_text(ci, 'DriftScore', drift.confidence)} (limit {limit:g}; mode {mode})",
+            value=round(drift.drift_score_pts, 6), limit=limit, mode=mode, ci=ci,
+            n_items=min(by[m].n_items for m in metrics))
+        rules.append(o)
+        p_beyond, p_within = one_sided_bootstrap(drift.draws, limit)
+        n_units = min(by[m].n_clusters for m in metrics)
+        pend.append(Pending(o, mode, drift.drift_score_pts, limit, drift.draws, p_beyond, p_within,
+                            drift.p_positive, expanded_alpha(drift.confidence, n_units) / 2,
+                            _too_few(o.n_items, n_units, stats_cfg), d.on_label_mismatch, n_items=o.n_items,
+                            capabilities=list(dict.fromkeys(m.split(".")[0] for m in metrics))))
 
 
 def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResult, adapter: AdapterInfo,
           noise_floor: NoiseFloor | None = None,
-          baseline_comparisons: list[MetricComparison] | None = None) -> Verdict:
+          baseline_comparisons: list[MetricComparison] | None = None, look: int = 1, last: bool = True) -> Verdict:
     """Apply the policy to one adapter's comparisons.
 
     Args:
@@ -197,51 +179,25 @@ def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResul
             against ``policy.baseline_metrics`` as rules named
             ``vs previous release: <metric>: ...`` (release-checklist mode;
             seed 002: behaviour one fine-tune installed can wash out in the next).
+        look: the look this judgement is (1: the suite's items; then one per round of items).
+        last: no more items will be drawn, so an ``evidence`` rule still undecided is inconclusive.
 
     Returns:
-        Verdict with one RuleOutcome per rule evaluated (each names its
-        decision mode, interval and p-value); ``fail`` if any fails.
+        Verdict with one RuleOutcome per rule evaluated (each names its decision mode, interval and
+        p-value); ``fail`` if any fails. :attr:`~auditor.records.Verdict.undecided` lists the rules a
+        further round could decide.
     """
     stats_cfg = policy.statistics
     rules: list[RuleOutcome] = []
-    pend: list[_Pending] = []
+    pend: list[Pending] = []
     _limit_rules(policy.metrics, comparisons, stats_cfg, "", ("base", "adapter"), rules, pend)
     if baseline_comparisons is not None:
         _limit_rules(policy.baseline_metrics, baseline_comparisons, stats_cfg, BASELINE_PREFIX,
                      ("previous", "candidate"), rules, pend)
-    by = {c.metric: c for c in comparisons}
-
-    d = policy.drift
-    if drift.label is None:
-        rules.append(RuleOutcome("nominal label: present", d.on_missing_label,
-                                 "no nominal label given (--label) or found in the adapter's model card; "
-                                 "DriftScore not computed"))
-    elif drift.label in policy.labels and drift.target_metric is None:
-        rules.append(RuleOutcome("nominal label: DriftScore", "not_run",
-                                 f"label {drift.label!r}: its target/off-target capabilities were not part of this run"))
-    elif drift.target_metric is None:
-        rules.append(RuleOutcome("nominal label: known to policy", d.on_unknown_label,
-                                 f"label {drift.label!r} has no target metric in the policy; DriftScore not computed"))
-    else:
-        assert drift.drift_score_pts is not None
-        mode = d.mode
-        limit = float(d.max_drift_score_pts)
-        ci = [drift.ci_low_pts, drift.ci_high_pts] if drift.ci_low_pts is not None else None
-        o = RuleOutcome(
-            "nominal label: DriftScore", "pass",
-            f"label {drift.label!r} promises {drift.target_metric}: TargetGain {drift.target_gain_pts:+.1f}, "
-            f"OffTargetGain {drift.off_target_gain_pts:+.1f}, DriftScore {drift.drift_score_pts:+.1f} points"
-            f"{_ci_text(ci, 'DriftScore', drift.confidence)} (limit {limit:g}; mode {mode})",
-            value=round(drift.drift_score_pts, 6), limit=limit, mode=mode, ci=ci,
-            n_items=min(by[m].n_items for m in (drift.target_metric, *drift.off_target_metrics)))
-        rules.append(o)
-        p_beyond, p_within = _one_sided(drift.draws, limit)
-        n_units = min(by[m].n_clusters for m in (drift.target_metric, *drift.off_target_metrics))
-        pend.append(_Pending(o, mode, p_beyond, p_within, expanded_alpha(drift.confidence, n_units) / 2,
-                             drift.mismatch, _too_few(o.n_items, n_units, stats_cfg), d.on_label_mismatch))
-    _decide(pend, stats_cfg)
+    _drift_rule(policy, drift, {c.metric: c for c in comparisons}, rules, pend)
+    decide(pend, stats_cfg, look, last)
     for r in pend:
-        if r.outcome.rule == "nominal label: DriftScore" and r.outcome.decision == "fail":
+        if r.outcome.rule == DRIFT_RULE and r.outcome.decision == "fail":
             r.outcome.reason += " — label mismatch: " + mismatch_kind(drift.target_gain_pts, drift.off_target_gain_pts)
 
     if noise_floor is not None and noise_floor.n_differ > 0:

@@ -13,7 +13,7 @@ _PTS = {"type": "number", "minimum": 0, "maximum": 100}
 _PCT = {"type": "number", "minimum": 0, "maximum": 10000}
 
 
-MODES = ("point", "confident", "non_inferiority")
+MODES = ("evidence", "point", "confident", "non_inferiority")
 
 
 LIMIT_KEYS = ("max_drop_pts", "max_rise_pts", "max_drop_pct", "max_rise_pct")
@@ -44,6 +44,12 @@ POLICY_SCHEMA: dict[str, Any] = {
                 "multiplicity": {"enum": ["bh", "none"]},
                 "min_items": {"type": "integer", "minimum": 1},
                 "on_inconclusive": {"enum": ["pass", "warn", "fail"]},
+                "on_not_measurable": {"enum": ["pass", "warn", "fail"]},
+                "alpha": {"type": "number", "exclusiveMinimum": 0, "maximum": 0.5},
+                "looks": {"type": "integer", "minimum": 1, "maximum": 10},
+                "beta": {"type": "number", "exclusiveMinimum": 0, "maximum": 0.5},
+                "clear_harm": {"type": "number", "minimum": 1, "maximum": 10},
+                "spending": {"type": "number", "minimum": 0.5, "maximum": 5},
             },
         },
         "on_noise_floor": _ACTION,

@@ -14,11 +14,13 @@ Units used throughout:
     * a *relative delta* is in **%** of the base score.
 """
 
-from .inputs import DECLARED_BASE_STATUSES, LETTERS, AdapterConfig, AdapterInfo, AdapterTensor, BaseModel
+from .inputs import (DECLARED_BASE_STATUSES, LETTERS, AdapterConfig, AdapterInfo, AdapterTensor, BaseModel,
+                     ModuleWeightSpace, WeightSpace)
 from .items import Capability, Generation, Item, MetricSpec, Request, Score, Suite
 from .outcomes import DriftResult, MetricComparison, NoiseFloor, RuleOutcome, Verdict
 from .plain import to_plain
 
 __all__ = ["DECLARED_BASE_STATUSES", "LETTERS", "AdapterConfig", "AdapterInfo", "AdapterTensor", "BaseModel",
+           "ModuleWeightSpace", "WeightSpace",
            "Capability", "Generation", "Item", "MetricSpec", "Request", "Score", "Suite", "DriftResult",
            "MetricComparison", "NoiseFloor", "RuleOutcome", "Verdict", "to_plain"]

@@ -113,6 +113,48 @@ class AdapterTensor:
     dtype: str
 
 
+#: the intruder-dimension check's settings (:mod:`auditor.inspect.weight_space`; Shuttleworth et al. 2024)
+INTRUDER_TOP_K = 10
+INTRUDER_EPSILON = 0.5
+
+
+@dataclass
+class ModuleWeightSpace:
+    """One adapted module: ``relative_norm`` (fraction), ``effective_rank`` (1..rank), ``intruders``
+    (count among the top ``TOP_K`` singular directions)."""
+
+    module: str
+    rank: int
+    scale: float
+    relative_norm: float
+    effective_rank: float
+    intruders: int
+
+
+@dataclass
+class WeightSpace:
+    """The pre-screen of one adapter (see the module doc).
+
+    Attributes:
+        modules: per adapted module, in name order.
+        relative_norm_mean, relative_norm_max: over the modules (fractions).
+        effective_rank_mean: over the modules.
+        intruders_total: intruder dimensions over all modules; ``intruders_per_module`` their mean.
+        top_k, epsilon: the intruder check's settings.
+        skipped: modules not summarised (embeddings, DoRA magnitudes) and why.
+    """
+
+    modules: list[ModuleWeightSpace] = field(default_factory=list)
+    relative_norm_mean: float = 0.0
+    relative_norm_max: float = 0.0
+    effective_rank_mean: float = 0.0
+    intruders_total: int = 0
+    intruders_per_module: float = 0.0
+    top_k: int = INTRUDER_TOP_K
+    epsilon: float = INTRUDER_EPSILON
+    skipped: list[str] = field(default_factory=list)
+
+
 #: ``AdapterInfo.declared_base_status``: ``match`` (the declared base names the audited one),
 #: ``none`` (no base_model_name_or_path), ``local_folder`` (a folder on the training machine whose
 #: name matches), ``unknown`` (the audited base folder records no name), ``mismatch`` (another model)
@@ -141,9 +183,10 @@ class AdapterInfo:
             by the tensors, not by ``use_dora`` in the config.
         declared_base_status: how ``base_model_name_or_path`` compares with the audited base
             (:data:`DECLARED_BASE_STATUSES`); the judge's ``declared base matches`` rule acts on
-            ``mismatch``. Not written to results.json (its warning is).
+            ``mismatch``.
         declared_base_note: the warning that goes with the status ("" for ``match``).
         config: the parsed ``adapter_config.json``. Not written to results.json.
+        weight_space: the weight-space pre-screen (:mod:`auditor.inspect.weight_space`), or None.
     """
 
     path: str
@@ -162,9 +205,10 @@ class AdapterInfo:
     no_effect: bool = False
     warnings: list[str] = field(default_factory=list)
     dora: bool = False
-    declared_base_status: str = field(default="match", compare=False, metadata={"plain": False})
+    declared_base_status: str = field(default="match", compare=False)
     declared_base_note: str = field(default="", compare=False, metadata={"plain": False})
     config: AdapterConfig | None = field(default=None, repr=False, compare=False, metadata={"plain": False})
+    weight_space: "WeightSpace | None" = field(default=None, compare=False)
 
     @property
     def max_rank(self) -> int:

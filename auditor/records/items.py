@@ -92,6 +92,8 @@ class MetricSpec:
             (max − min), e.g. the accuracy gap between contexts of the
             conditional-trigger probe (seed 004).
         group_key: the ``item.meta`` key that names the group, for ``max_gap``.
+        chance_floor: a multiple-choice accuracy, whose floor is chance (the mean of 1/k over the
+            items' k options, from ``item.target["choices"]``), not 0.
     """
 
     name: str
@@ -100,6 +102,7 @@ class MetricSpec:
     unit: str = "fraction"
     aggregate: str = "mean"
     group_key: str | None = None
+    chance_floor: bool = False
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,11 @@ class MetricComparison:
     ``p_adjusted`` is Benjamini–Hochberg over all metrics of the audit.
     ``discordant`` counts items where only the base (``base_only``) or only
     the adapter (``adapter_only``) passed — or scored higher, for non-binary values.
+    ``p_decrease`` / ``p_increase`` are the one-sided p-values of "the adapter did not move it"
+    against a decrease / an increase (:func:`auditor.analysis.stats.one_sided_p`: exact McNemar
+    for pass/fail items, a paired sign-flip permutation test otherwise), not multiplicity-adjusted.
+    ``floor`` / ``ceiling`` bound the metric (fractions): 0 and 1, the floor being chance for a
+    multiple-choice accuracy (:mod:`auditor.policy.measurability`).
     """
 
     metric: str
@@ -63,6 +68,10 @@ class MetricComparison:
     p_value: float | None = None
     p_adjusted: float | None = None
     discordant: dict[str, int] = field(default_factory=dict)
+    p_decrease: float | None = None
+    p_increase: float | None = None
+    floor: float = 0.0
+    ceiling: float = 1.0
     #: bootstrap replicates of delta (in ``delta_unit``) and of the relative delta (%); not serialised
     draws: Any = field(default=None, repr=False, compare=False, metadata={"plain": False})
     rel_draws: Any = field(default=None, repr=False, compare=False, metadata={"plain": False})
@@ -96,6 +105,8 @@ class DriftResult:
     ci_low_pts: float | None = None
     ci_high_pts: float | None = None
     confidence: float = 0.95
+    #: one-sided bootstrap p-value of "DriftScore ≤ 0": (1 + #{replicates ≤ 0}) / (1 + replicates)
+    p_positive: float | None = None
     draws: Any = field(default=None, repr=False, compare=False, metadata={"plain": False})
 
 
@@ -106,14 +117,22 @@ class RuleOutcome:
     Attributes:
         outcome: ``pass``, ``warn``, ``fail`` or ``not_run`` (its capability was
             left out of the run) — what the gate acts on.
-        decision: for limit rules, what the data say: ``pass``, ``fail`` or
-            ``inconclusive`` (mapped to ``outcome`` by the policy).
-        mode: decision mode (``point``, ``confident``, ``non_inferiority``).
+        decision: for limit rules, what the data say: ``pass``, ``fail``, ``inconclusive``,
+            ``not_measurable`` (the base leaves no room to show the movement), or, while the audit
+            may still buy items, ``undecided`` (mapped to ``outcome`` by the policy).
+        mode: decision mode (``evidence``, ``point``, ``confident``, ``non_inferiority``).
         value, limit: the movement toward the limited direction and its limit
             (points, % of base, or the metric's unit).
         ci: interval of ``value`` (same units); p_value / p_adjusted: the
-            one-sided bootstrap p-value the mode decided on and its
+            one-sided p-value the mode decided on (``evidence``: of "no movement", exact or
+            permutation; the interval modes: bootstrap, relative to the limit) and its
             Benjamini–Hochberg adjustment.
+        n_items: the items it decided on (every round included); look: the look that decided it.
+        room: how far the base leaves the metric to move toward the limit (same units as ``limit``;
+            None: unbounded); measurable: ``room`` ≥ ``limit``.
+        upper_bound: ``evidence``: the one-sided ``1 − β`` upper bound of ``value`` the pass test used.
+        items_to_decide: for an undecided or inconclusive ``evidence`` rule, about how many items
+            would likely decide it; capabilities: whose items decide it.
     """
 
     rule: str
@@ -127,6 +146,12 @@ class RuleOutcome:
     p_value: float | None = None
     p_adjusted: float | None = None
     n_items: int | None = None
+    look: int | None = None
+    room: float | None = None
+    measurable: bool | None = None
+    upper_bound: float | None = None
+    items_to_decide: int | None = None
+    capabilities: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -140,4 +165,9 @@ class Verdict:
     @property
     def failing(self) -> list[RuleOutcome]:
         return [r for r in self.rules if r.outcome == "fail"]
+
+    @property
+    def undecided(self) -> list[RuleOutcome]:
+        """Rules a further round of items could decide."""
+        return [r for r in self.rules if r.decision == "undecided"]
 

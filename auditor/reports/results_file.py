@@ -64,6 +64,9 @@ def check_results(path: Path | str, data: Any) -> AuditResult:
             content that contradicts itself (naming ``path`` and the fault).
     """
     version = data.get("schema_version") if isinstance(data, dict) else None
+    if type(version) is int and 1 <= version < RESULTS_SCHEMA_VERSION:
+        raise AuditInputError(path, f"written by an older adapter-auditor (schema_version {version}, this one reads "
+                                    f"{RESULTS_SCHEMA_VERSION}): run the audit again to re-render it")
     if type(version) is not int or version != RESULTS_SCHEMA_VERSION:
         raise AuditInputError(path, f"not an adapter-auditor results.json (schema_version {RESULTS_SCHEMA_VERSION})")
     error = schema_error(data)

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..records import MetricComparison, RuleOutcome
 from ..results import AuditResult, ItemRecord
+from ..scorers import SCORERS
 from ..util.text import strip_controls
 
 GROUP_TITLES = {"CAN": "CAN — knowledge and skills", "WILL": "WILL — default behaviour",
@@ -141,13 +142,14 @@ def chart_groups(result: AuditResult, width: int = 300) -> list[dict[str, Any]]:
     return out
 
 
-def reason(detail: Any) -> str:
-    """The scorer's detail as one readable line (IFEval: each instruction with ✓/✗ strict and loose)."""
+def reason(detail: Any, scorer: str | None = None) -> str:
+    """The scorer's detail as one readable line: the scorer's own ``explain`` where it has one (IFEval:
+    each instruction with ✓/✗ strict and loose), else the detail's keys and values."""
     if not isinstance(detail, dict) or not detail:
         return ""
-    ins, fs, fl = detail.get("instructions"), detail.get("followed_strict"), detail.get("followed_loose")
-    if isinstance(ins, list) and isinstance(fs, list) and isinstance(fl, list) and len(ins) == len(fs) == len(fl):
-        return "; ".join(f"{i} {'✓' if s else '✗'} strict {'✓' if lo else '✗'} loose" for i, s, lo in zip(ins, fs, fl))
+    explain = getattr(SCORERS.get(scorer or ""), "explain", None)
+    if explain is not None and (text := explain(detail)):
+        return text
     parts = []
     for k, v in detail.items():
         parts.append(f"{k}: {v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}")
@@ -191,6 +193,7 @@ def item_rows(result: AuditResult, primary: dict[str, tuple[str, bool]] | None =
     ``result``, when the caller has it already.
     """
     primary = primary_metrics(result) if primary is None else primary
+    scorer_of = result.suite.scorers
     order = {"regression": 0, "improvement": 1, "same": 2, "unscored": 3}
     rows = []
     for it in result.items:
@@ -209,8 +212,8 @@ def item_rows(result: AuditResult, primary: dict[str, tuple[str, bool]] | None =
                      "adapter_text": strip_controls(it.adapter.text),
                      "base_scores": _fmt_scores(it.base.scores),
                      "adapter_scores": _fmt_scores(it.adapter.scores),
-                     "base_reason": strip_controls(reason(it.base.detail)),
-                     "adapter_reason": strip_controls(reason(it.adapter.detail))})
+                     "base_reason": strip_controls(reason(it.base.detail, scorer_of.get(it.capability))),
+                     "adapter_reason": strip_controls(reason(it.adapter.detail, scorer_of.get(it.capability)))})
     rows.sort(key=lambda r: (order[r["outcome"]], -abs(r["loss"]), r["id"]))
     return rows
 

@@ -33,6 +33,8 @@ class Scorer:
         score: ``score(item, generation) -> Score``, deterministic.
         build_target: checks an item row and builds its ``Item.target`` (None: empty target).
         finalize: capability-level second pass (None: none).
+        explain: one line explaining an answer's ``Score.detail`` for the report's item browser
+            (None: the detail's keys and values).
     """
 
     name: str
@@ -40,6 +42,7 @@ class Scorer:
     score: ScoreFn
     build_target: TargetFn | None = None
     finalize: FinalizeFn | None = None
+    explain: Callable[[dict], str] | None = None
 
 
 #: scorer name → scorer, filled by the scorer modules (:func:`register`)

@@ -64,9 +64,17 @@ def _dry_run_ifeval(target: dict) -> None:
                          f"({type(e).__name__}: {str(e)[:200]})") from None
 
 
+def explain_instructions(detail: dict) -> str:
+    """Each instruction with ✓/✗ strict and loose (the report's reason for an IFEval-checked answer)."""
+    ins, fs, fl = detail.get("instructions"), detail.get("followed_strict"), detail.get("followed_loose")
+    if not (isinstance(ins, list) and isinstance(fs, list) and isinstance(fl, list) and len(ins) == len(fs) == len(fl)):
+        return ""
+    return "; ".join(f"{i} {'✓' if s else '✗'} strict {'✓' if lo else '✗'} loose" for i, s, lo in zip(ins, fs, fl))
+
+
 register(Scorer("ifeval", (
     MetricSpec("prompt_level_strict_acc"),
     MetricSpec("inst_level_strict_acc", weight_key="n_instructions"),
     MetricSpec("prompt_level_loose_acc"),
     MetricSpec("inst_level_loose_acc", weight_key="n_instructions"),
-), score_ifeval, _target_ifeval))
+), score_ifeval, _target_ifeval, explain=explain_instructions))

@@ -174,6 +174,7 @@ def _target_multiple_choice_perturbed(row: dict) -> dict:
     return _target_multiple_choice(row)
 
 
-register(Scorer("multiple_choice", (MetricSpec("accuracy"),), score_multiple_choice, _target_multiple_choice))
-register(Scorer("multiple_choice_perturbed", (MetricSpec("accuracy"), MetricSpec("agreement")),
+register(Scorer("multiple_choice", (MetricSpec("accuracy", chance_floor=True),), score_multiple_choice,
+                _target_multiple_choice))
+register(Scorer("multiple_choice_perturbed", (MetricSpec("accuracy", chance_floor=True), MetricSpec("agreement")),
                 score_multiple_choice_perturbed, _target_multiple_choice_perturbed, finalize_agreement))

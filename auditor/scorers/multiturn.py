@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..records import Generation, Item, MetricSpec, Score
 from .base import Scorer, register
-from .ifeval import _target_ifeval
+from .ifeval import _target_ifeval, explain_instructions
 
 
 # --------------------------------------------------------------------------- multiturn (HOW)
@@ -50,4 +50,4 @@ def _target_multiturn(row: dict) -> dict:
 
 
 register(Scorer("multiturn_ifeval", (MetricSpec("instruction_held_rate"), MetricSpec("instruction_held_rate_loose")),
-                   score_multiturn, _target_multiturn))
+                   score_multiturn, _target_multiturn, explain=explain_instructions))

@@ -76,6 +76,8 @@ def suite_schema() -> dict[str, Any]:
                         "source": SOURCE_SCHEMA,
                         "scorer": {"enum": sorted(SCORERS)},
                         "prompt_template": {"type": "string"},
+                        # where an undecided rule's capability draws more items (auditor.suite.pools)
+                        "pool": {"anyOf": [SOURCE_SCHEMA, {"type": "array", "minItems": 1, "items": SOURCE_SCHEMA}]},
                         "max_new_tokens": {"type": "integer", "minimum": 1, "maximum": 4096},
                     },
                 },
@@ -170,6 +172,35 @@ def preset_metric_units() -> dict[str, str]:
     return out
 
 
+def _specs(path: Path, manifest: Any) -> list[CapabilitySpec]:
+    """The capability entries of a manifest, validated (schema, prompt templates, unique names).
+
+    Raises:
+        AuditInputError: naming the key path.
+    """
+    try:
+        jsonschema.validate(manifest, suite_schema())
+    except jsonschema.ValidationError as e:
+        key = ".".join(str(p) for p in e.absolute_path) or "(top level)"
+        raise AuditInputError(path, f"{key}: {e.message[:300]}") from None
+    for k, cap in enumerate(manifest["capabilities"]):
+        check_prompt_template(path, k, cap.get("prompt_template", "{prompt}"))
+    specs = [CapabilitySpec.from_manifest(k, cap) for k, cap in enumerate(manifest["capabilities"])]
+    names = [c.name for c in specs]
+    if len(set(names)) != len(names):
+        raise AuditInputError(path, "two capabilities have the same name")
+    return specs
+
+
+def manifest_specs(path: Path) -> list[CapabilitySpec]:
+    """The validated capability entries of the manifest at ``path`` (pools included).
+
+    Raises:
+        AuditInputError: as :func:`load_suite` for the manifest itself.
+    """
+    return _specs(path, _load_yaml(path))
+
+
 def load_suite(name_or_path: str, limit: int | None = None, only: tuple[str, ...] = (),
                data_dir: str | Path | None = None) -> Suite:
     """Load a suite preset by name (``smoke``, ``fast``, ``full``) or from a manifest path.
@@ -197,18 +228,8 @@ def load_suite(name_or_path: str, limit: int | None = None, only: tuple[str, ...
     if not path.is_file():
         raise AuditInputError(path, "suite manifest not found")
     manifest = _load_yaml(path)
-    try:
-        jsonschema.validate(manifest, suite_schema())
-    except jsonschema.ValidationError as e:
-        key = ".".join(str(p) for p in e.absolute_path) or "(top level)"
-        raise AuditInputError(path, f"{key}: {e.message[:300]}") from None
-
-    for k, cap in enumerate(manifest["capabilities"]):
-        check_prompt_template(path, k, cap.get("prompt_template", "{prompt}"))
-    specs = [CapabilitySpec.from_manifest(k, cap) for k, cap in enumerate(manifest["capabilities"])]
+    specs = _specs(path, manifest)
     names = [c.name for c in specs]
-    if len(set(names)) != len(names):
-        raise AuditInputError(path, "two capabilities have the same name")
     unknown = [o for o in only if o not in names]
     if unknown:
         raise AuditInputError("--capability", f"{unknown} not in suite {manifest['name']!r}; it has {names}")

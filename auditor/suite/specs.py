@@ -43,8 +43,12 @@ class CapabilitySpec:
     source: SourceSpec
     max_new_tokens: int
     prompt_template: str = "{prompt}"
+    #: where an undecided rule draws more items (``pool:``; :mod:`auditor.suite.pools`)
+    pool: tuple[SourceSpec, ...] = ()
 
     @classmethod
     def from_manifest(cls, k: int, cap: dict[str, Any]) -> "CapabilitySpec":
+        pool = cap.get("pool") or []
         return cls(k, cap["name"], cap["group"], cap["scorer"], SourceSpec.from_manifest(cap["source"]),
-                   int(cap["max_new_tokens"]), cap.get("prompt_template", "{prompt}"))
+                   int(cap["max_new_tokens"]), cap.get("prompt_template", "{prompt}"),
+                   tuple(SourceSpec.from_manifest(x) for x in (pool if isinstance(pool, list) else [pool])))

@@ -45,7 +45,7 @@ def _results():
                       "adapter": {"text": "adapter " + HOSTILE, "n_tokens": 3, "scores": {"numeric_match": a},
                                   "detail": {}}})
     return {
-        "schema_version": 3,
+        "schema_version": 4,
         "verdict": {"verdict": "fail", "warnings": [HOSTILE],
                     "rules": [{"rule": "math.numeric_match: max drop", "outcome": "fail", "reason": "r " + HOSTILE,
                                "value": 1, "limit": 0, "mode": "point", "decision": "fail", "ci": [-10.0, 70.0],
@@ -119,7 +119,7 @@ def test_group_cards_and_chart_follow_the_intervals():
 def test_item_reasons_show_each_ifeval_instruction():
     detail = {"instructions": ["punctuation:no_comma", "change_case:english_lowercase"],
               "followed_strict": [False, True], "followed_loose": [True, True]}
-    assert _reason(detail) == ("punctuation:no_comma ✗ strict ✓ loose; change_case:english_lowercase ✓ strict ✓ loose")
+    assert _reason(detail, "ifeval") == ("punctuation:no_comma ✗ strict ✓ loose; change_case:english_lowercase ✓ strict ✓ loose")
     assert _reason({"extracted": 60.0, "gold": 540.0}) == "extracted: 60.0; gold: 540.0"
 
 

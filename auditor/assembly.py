@@ -1,0 +1,145 @@
+"""Assemble one adapter's :class:`~auditor.results.AuditResult` from what the stages produced
+(no stage logic here: records in, record out)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from . import __version__
+from .policy import Policy
+from .records import AdapterInfo, DriftResult, Generation, MetricComparison, Score, Suite, Verdict
+from .results import (RESULTS_SCHEMA_VERSION, AdapterRecord, Answer, AuditResult, BaselineRecord, BaseRecord,
+                      ItemRecord, PolicyRecord, RunRecord, StatisticsRecord, SuiteRecord)
+from .util.hashing import canonical_sha256
+from .util.versions import package_versions
+
+if TYPE_CHECKING:
+    from .pipeline import _Run
+
+
+@dataclass
+class Evidence:
+    """What one adapter's audit concluded on, after its last look.
+
+    Attributes:
+        suite: the suite with every item judged (the suite's own, then each round's).
+        generations, scores: both variants' answers to them (and the ``--baseline`` adapter's,
+            on its "base" side, in ``baseline_generations`` / ``baseline_scores``).
+        comparisons, drift, baseline_comparisons, verdict: the last look's analysis and judgement.
+        rounds: one record per look (``look``, items per capability, new items, undecided rules).
+        item_round: item id → the look that added it (1 for the suite's own items).
+        budget: the escalation budget and what was used of it.
+    """
+
+    suite: Suite
+    generations: list[Generation]
+    scores: list[Score]
+    comparisons: list[MetricComparison]
+    drift: DriftResult
+    verdict: Verdict
+    baseline_comparisons: list[MetricComparison] | None = None
+    baseline_generations: list[Generation] = field(default_factory=list)
+    baseline_scores: list[Score] = field(default_factory=list)
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+    item_round: dict[str, int] = field(default_factory=dict)
+    budget: dict[str, Any] = field(default_factory=dict)
+
+
+def _for_variant(counts: dict[str, int], variant: str) -> dict[str, int]:
+    """Per-variant counters of the base, of one adapter variant (renamed ``adapter``) and of the
+    ``--baseline`` adapter (``baseline``)."""
+    return {("adapter" if v == variant else v): n for v, n in counts.items() if v in ("base", variant, "baseline")}
+
+
+def result(run: "_Run", adapter: AdapterInfo, adapter_id: str, variant: str, ev: Evidence) -> AuditResult:
+    """The typed record of one adapter's audit (results.json's content)."""
+    suite, policy = ev.suite, run.policy
+    prev = run.baseline
+    return AuditResult(
+        schema_version=RESULTS_SCHEMA_VERSION,
+        verdict=ev.verdict,
+        adapter=AdapterRecord.of(adapter, adapter_id, run.hub_of.get(adapter.path)),
+        base=BaseRecord(run.base.name, str(run.base.path), run.base.source, run.base.content_hash, run.base.hub,
+                        run.base_digest),
+        suite=SuiteRecord(suite.name, suite.version, suite.path, [i.id for i in suite.items],
+                          canonical_sha256([[i.id, list(i.messages), i.max_new_tokens, i.target] for i in suite.items]),
+                          [dict(src) for src in suite.sources],
+                          scorers={c.name: c.scorer for c in suite.capabilities}),
+        policy=PolicyRecord(policy.path, policy.content, canonical_sha256(policy.content)),
+        comparisons=ev.comparisons,
+        drift=ev.drift,
+        items=_item_records(run, ev),
+        noise_floor=run.noise,
+        baseline=None if prev is None else BaselineRecord(
+            AdapterRecord.of(prev[0], prev[1], run.hub_of.get(prev[0].path)), ev.baseline_comparisons or []),
+        statistics=_statistics_record(policy),
+        run=_run_record(run, variant, ev),
+    )
+
+
+def _item_records(run: "_Run", ev: Evidence) -> list[ItemRecord]:
+    """Every item with its rendered prompt and each variant's answer, scores and scorer detail."""
+    gen_of = {(g.item_id, g.variant): g for g in ev.generations}
+    score_of = {(s.item_id, s.variant): s for s in ev.scores}
+    prev_gen = {g.item_id: g for g in ev.baseline_generations}
+    prev_score = {s.item_id: s for s in ev.baseline_scores}
+
+    def answer(g: Generation, s: Score) -> Answer:
+        return Answer(g.text, g.n_tokens, s.values, s.detail)
+
+    rows = []
+    for it in ev.suite.items:
+        rows.append(ItemRecord(
+            id=it.id, capability=it.capability, group=it.group, prompt=it.prompt,
+            rendered_prompt=run.backend.render(it), messages=list(it.messages), max_new_tokens=it.max_new_tokens,
+            target=it.target, meta=it.meta,
+            base=answer(gen_of[(it.id, "base")], score_of[(it.id, "base")]),
+            adapter=answer(gen_of[(it.id, "adapter")], score_of[(it.id, "adapter")]),
+            baseline=answer(prev_gen[it.id], prev_score[it.id]) if it.id in prev_gen else None,
+            round=ev.item_round.get(it.id, 1)))
+    return rows
+
+
+def _statistics_record(policy: Policy) -> StatisticsRecord:
+    sc = policy.statistics
+    return StatisticsRecord(
+        confidence=float(sc.confidence), n_resamples=int(sc.n_resamples), seed=int(sc.seed),
+        multiplicity=sc.multiplicity, min_items=int(sc.min_items),
+        interval="paired bootstrap, expanded percentile (Hesterberg 2015)",
+        tests={"pass/fail": "exact McNemar (binomial test on discordant pairs)", "other": "Wilcoxon signed-rank",
+               "max_gap": "paired permutation",
+               "evidence": "one-sided: exact McNemar (pass/fail items), paired sign-flip permutation otherwise"},
+        p_adjusted="Benjamini-Hochberg",
+        alpha=float(sc.alpha), looks=int(sc.looks), beta=float(sc.beta), clear_harm=float(sc.clear_harm),
+        spending=float(sc.spending))
+
+
+def _run_record(run: "_Run", variant: str, ev: Evidence) -> RunRecord:
+    backend, stats = run.backend, run.backend.stats
+    cache = backend.cache.stats.as_dict()
+    info = backend.run_info(variant)
+    return RunRecord(
+        backend=stats.backend, backend_reason=run.backend_reason, dtype=run.opts.dtype,
+        # vllm: "auto" (its scheduler batches the one generate call)
+        batch_size=backend.batch_size, limit=run.opts.limit,
+        batch_sizes_used={str(k): v for k, v in sorted(stats.batch_sizes_used.items())},
+        capabilities=[c.name for c in run.suite.capabilities],
+        decoding="greedy",
+        new_tokens=_for_variant(stats.new_tokens, variant),
+        generated=_for_variant(stats.generated, variant),
+        cache=cache | {k: _for_variant(cache[k], variant) for k in ("hits", "misses")},
+        adapters_in_run=run.n_adapters,
+        vllm=info if backend.name == "vllm" else None,
+        openai=info if backend.name == "openai" else None,
+        model_loaded=backend.model_loaded,
+        timings={"load_s": round(stats.load_s, 3), "generate_s": round(stats.generate_s, 3),
+                 "total_s": round(time.perf_counter() - run.t_start, 3)},
+        versions=package_versions(__version__),
+        auditor_version=__version__,
+        created_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        rounds=ev.rounds,
+        budget=ev.budget,
+    )

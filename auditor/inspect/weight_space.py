@@ -1,0 +1,128 @@
+"""A weight-space pre-screen: how large and how foreign the adapter's update is, from the tensors
+alone, in seconds, before any generation.
+
+Per adapted module, with ``ΔW = scale · B · A`` (``scale = lora_alpha / r``, ``lora_alpha / √r``
+with ``use_rslora``; ``rank_pattern`` / ``alpha_pattern`` per module) and the base's weight ``W``:
+
+* **relative norm** ``‖ΔW‖_F / ‖W‖_F`` (a fraction);
+* **effective rank** of ΔW: ``exp(H(p))`` with ``p`` the normalised singular values of ΔW
+  (Roy & Vetterli, 2007), between 1 and the LoRA rank;
+* **intruder dimensions**: among the top ``top_k`` left singular vectors of ``W + ΔW``, those whose
+  largest absolute cosine similarity with every left singular vector of ``W`` is below
+  ``epsilon`` (Shuttleworth et al., "LoRA vs full fine-tuning: an illusion of equivalence",
+  arXiv:2410.21228; ``top_k=10``, ``epsilon=0.5`` as PEFT's ``reduce_intruder_dimension``, which
+  computes the same similarity but needs the model loaded and rewrites the adapter, so it is not
+  called here).
+
+The summary is descriptive: whether it predicts behavioural drift is measured on the adapter zoo
+(``benchmarks/gate_accuracy.py``); the policy does not fail an adapter on it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+from ..records import AdapterConfig, ModuleWeightSpace, WeightSpace
+from .tensors import PEFT_PREFIX, VOCAB_MODULES
+
+from ..records.inputs import INTRUDER_EPSILON as EPSILON, INTRUDER_TOP_K as TOP_K
+#: above this size the intruder check uses randomised truncated SVDs (torch.svd_lowrank): the top
+#: ``top_k`` directions of W + ΔW against the top ``4 · top_k`` of W (a Llama-8B projection is 4096²)
+_FULL_SVD_MAX = 2048
+
+
+def _scale(cfg: AdapterConfig, module: str, rank: int) -> float:
+    alpha = cfg.lora_alpha
+    for key, value in cfg.alpha_pattern.items():
+        if re.match(rf"(.*\.)?({key})$", module):
+            alpha = float(value)
+            break
+    return alpha / math.sqrt(rank) if cfg.use_rslora else alpha / rank
+
+
+def _base_tensor_files(base_path: Path) -> dict[str, Path]:
+    """Weight name → the safetensors file holding it (one file, or a sharded checkpoint's index)."""
+    index = base_path / "model.safetensors.index.json"
+    if index.is_file():
+        mapping = json.loads(index.read_text(encoding="utf-8")).get("weight_map", {})
+        return {k: base_path / v for k, v in mapping.items()}
+    files = sorted(base_path.glob("*.safetensors"))
+    out: dict[str, Path] = {}
+    from safetensors import safe_open
+
+    for f in files:
+        with safe_open(str(f), framework="pt") as h:
+            out.update({k: f for k in h.keys()})
+    return out
+
+
+def _left_singular(m, k: int):
+    import torch
+
+    if min(m.shape) <= _FULL_SVD_MAX:
+        return torch.linalg.svd(m, full_matrices=False)[0][:, :k]
+    return torch.svd_lowrank(m, q=k + 10, niter=4)[0][:, :k]
+
+
+def weight_space(weights: Path, cfg: AdapterConfig, base_path: Path, ranks: dict[str, int],
+                 top_k: int = TOP_K, epsilon: float = EPSILON) -> WeightSpace:
+    """The pre-screen of an adapter that passed inspection (``ranks``: module → real rank).
+
+    Reads the adapter's LoRA factors and, for the same modules only, the base's weights (memory-mapped
+    safetensors); nothing else of the base is loaded. Computed in float32.
+    """
+    import torch
+    from safetensors import safe_open
+
+    base_files = _base_tensor_files(Path(base_path))
+    out = WeightSpace(top_k=top_k, epsilon=epsilon)
+    handles: dict[Path, object] = {}
+    with safe_open(str(weights), framework="pt") as ad:
+        names = set(ad.keys())
+        for module in sorted(ranks):
+            if module.rsplit(".", 1)[-1] in VOCAB_MODULES:
+                out.skipped.append(f"{module} (vocabulary-sized)")
+                continue
+            a_name = next((n for n in (f"{PEFT_PREFIX}{module}.lora_A.weight", f"{PEFT_PREFIX}{module}.lora_A.default.weight")
+                           if n in names), None)
+            b_name = a_name.replace("lora_A", "lora_B") if a_name else None
+            w_name = f"{module}.weight"
+            if a_name is None or b_name not in names or w_name not in base_files:
+                out.skipped.append(f"{module} (no LoRA factors or base weight found)")
+                continue
+            f = base_files[w_name]
+            if f not in handles:
+                handles[f] = safe_open(str(f), framework="pt").__enter__()
+            w = handles[f].get_tensor(w_name).float()
+            a, b = ad.get_tensor(a_name).float(), ad.get_tensor(b_name).float()
+            rank = ranks[module]
+            scale = _scale(cfg, module, rank)
+            delta = scale * (b @ a)
+            w_norm = float(torch.linalg.matrix_norm(w))
+            s = torch.linalg.svdvals(delta.double()).float()[:rank]  # ΔW has rank ≤ r
+            total = float(s.sum())
+            if total > 0:
+                p = s / total
+                p = p[p > 0]
+                eff = float(torch.exp(-(p * p.log()).sum()))
+            else:
+                eff = 0.0
+            k = min(top_k, min(w.shape))
+            u_base = _left_singular(w, min(w.shape) if min(w.shape) <= _FULL_SVD_MAX else 4 * k)
+            u_new = _left_singular(w + delta, k)
+            cos = (u_new.T @ u_base).abs().max(dim=1).values
+            out.modules.append(ModuleWeightSpace(
+                module=module, rank=rank, scale=scale,
+                relative_norm=float(torch.linalg.matrix_norm(delta)) / w_norm if w_norm else 0.0,
+                effective_rank=eff, intruders=int((cos < epsilon).sum())))
+    if out.modules:
+        n = len(out.modules)
+        out.relative_norm_mean = sum(m.relative_norm for m in out.modules) / n
+        out.relative_norm_max = max(m.relative_norm for m in out.modules)
+        out.effective_rank_mean = sum(m.effective_rank for m in out.modules) / n
+        out.intruders_total = sum(m.intruders for m in out.modules)
+        out.intruders_per_module = out.intruders_total / n
+    return out

@@ -1,0 +1,292 @@
+"""How often is the verdict right? The gate's error rates on an adapter zoo with known effects (issue 18).
+
+Three steps, each resumable (every adapter's result is saved as it is finished):
+
+``truth``
+    Each zoo adapter's real effect per metric, measured on items the audit's own rounds do not
+    reach: the last ``--items`` items (whole clusters) of every capability's pool in its draw order
+    (:mod:`auditor.suite.pools`), never the smoke suite's. Scaled strengths get their intended
+    metrics only. Base and adapters are generated with the auditor's own stages (hf backend, the
+    generation cache), in groups of adapters per call. Writes ``benchmarks/out/truth/<adapter>.json``
+    and the committed table ``benchmarks/zoo_truth.json``.
+
+``gate``
+    Audits every zoo adapter with the smoke suite under each policy of ``--policies``: ``previous``
+    (the default policy before issue 19, fixed suite: ``benchmarks/policies/previous-default.yaml``)
+    and ``default`` (the evidence mode with the adaptive budget). Writes
+    ``benchmarks/out/gate/<policy>/<adapter>.json``.
+
+``report``
+    Joins the verdicts with the truth: a rule's truth is *harm* when the true movement toward its
+    limit is at least the limit (1×, 2×, 3× classes) and *no harm* otherwise. Prints the confusion
+    table (adapter × verdict vs truth), the false-fail rate on adapters with no true harm (nulls,
+    good adapters), the detection rate of adapters with a true harm by its size, the share of rules
+    left inconclusive, and the cost (items, generated tokens, seconds).
+
+    python benchmarks/gate_accuracy.py truth --items 100
+    python benchmarks/gate_accuracy.py gate --policies previous,default
+    python benchmarks/gate_accuracy.py report
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from zoo import ROOT, ZooAdapter, zoo  # noqa: E402
+
+OUT = ROOT / "benchmarks" / "out"
+TRUTH_DIR = OUT / "truth"
+GATE_DIR = OUT / "gate"
+TRUTH_TABLE = ROOT / "benchmarks" / "zoo_truth.json"
+POLICIES = {"previous": ROOT / "benchmarks" / "policies" / "previous-default.yaml",
+            "default": None, "release": ROOT / "policies" / "release.yaml"}
+
+
+# --------------------------------------------------------------------------- truth
+def truth_suite(n_items: int, capabilities: list[str] | None = None):
+    """The truth items: per capability the last ``n_items`` (whole units) of its pool's draw order."""
+    from auditor.suite import load_suite
+    from auditor.suite.pools import load_pool
+
+    smoke = load_suite("smoke")
+    items = []
+    caps = [c for c in smoke.capabilities if capabilities is None or c.name in capabilities]
+    for cap in caps:
+        pool = load_pool(smoke, cap.name)
+        chosen: list = []
+        for unit in reversed(pool.units):
+            if len(chosen) >= n_items:
+                break
+            chosen = list(unit) + chosen
+        items += chosen
+    return dataclasses.replace(smoke, name="zoo-truth", capabilities=tuple(caps), items=tuple(items))
+
+
+def _truth_caps(a: ZooAdapter, all_caps: list[str]) -> list[str]:
+    if a.strength != 1.0:
+        return sorted({m.split(".")[0] for m in a.intended} & set(all_caps)) or all_caps
+    return all_caps
+
+
+def run_truth(n_items: int, group: int, only: list[str], batch_size: int) -> None:
+    from auditor.analysis import StatsSettings, compare_metrics
+    from auditor.backends import GenerationCache, HFBackend
+    from auditor.inspect import inspect_adapter, resolve_base
+    from auditor.records import to_plain
+    from auditor.scorers import score_all
+    from auditor.suite import plan_requests
+    from auditor.util.hashing import adapter_digest, folder_digest, sha256_file
+
+    TRUTH_DIR.mkdir(parents=True, exist_ok=True)
+    base = resolve_base(None)
+    full = truth_suite(n_items)
+    all_caps = [c.name for c in full.capabilities]
+    todo = [a for a in zoo() if (not only or a.name in only) and not (TRUTH_DIR / f"{a.name}.json").is_file()]
+    print(f"truth: {len(full.items)} items over {len(all_caps)} capabilities; {len(todo)} adapters to measure",
+          flush=True)
+    # adapters measured on the same capabilities share a generate call (mixed base/adapter batches)
+    by_caps: dict[tuple[str, ...], list[ZooAdapter]] = {}
+    for a in todo:
+        by_caps.setdefault(tuple(_truth_caps(a, all_caps)), []).append(a)
+    cache = GenerationCache.default()
+    digest = folder_digest(base.path)
+    for caps, adapters in by_caps.items():
+        suite = dataclasses.replace(full, capabilities=tuple(c for c in full.capabilities if c.name in caps),
+                                    items=tuple(i for i in full.items if i.capability in caps))
+        items = {i.id: i for i in suite.items}
+        scorer_of = {c.name: c.scorer for c in suite.capabilities}
+        for k in range(0, len(adapters), group):
+            part = adapters[k:k + group]
+            t0 = time.perf_counter()
+            infos = [inspect_adapter(a.path, base.path, base.name) for a in part]
+            variants = {f"adapter{j}": (a.path, adapter_digest(sha256_file(Path(i.weights_file)),
+                                                               a.path / "adapter_config.json"))
+                        for j, (a, i) in enumerate(zip(part, infos))}
+            backend = HFBackend(base.path, variants, batch_size=batch_size, cache=cache, base_digest=digest)
+            gens = backend.generate(plan_requests(suite, ("base", *variants)))
+            base_gens = [g for g in gens if g.variant == "base"]
+            base_scores = score_all(items, base_gens, scorer_of)
+            for v, a in zip(variants, part):
+                mine = [dataclasses.replace(g, variant="adapter") for g in gens if g.variant == v]
+                comps = compare_metrics(suite, [*base_scores, *score_all(items, mine, scorer_of)],
+                                        StatsSettings(0.95, 4000, 0))
+                rec = {"adapter": a.name, "kind": a.kind, "label": a.label, "strength": a.strength,
+                       "parent": a.parent, "intended": a.intended, "n_items": len(suite.items),
+                       "capabilities": list(caps),
+                       "tokens": {"base": sum(g.n_tokens for g in base_gens), "adapter": sum(g.n_tokens for g in mine)},
+                       "comparisons": [{k2: v2 for k2, v2 in to_plain(c).items()
+                                        if k2 in ("metric", "n_items", "n_clusters", "base", "adapter", "delta",
+                                                  "ci_low", "ci_high", "p_value", "p_decrease", "p_increase",
+                                                  "unit", "higher_is_better", "floor")} for c in comps]}
+                (TRUTH_DIR / f"{a.name}.json").write_text(json.dumps(rec, indent=1))
+            print(f"truth: {', '.join(a.name for a in part)} on {len(caps)} capabilities "
+                  f"({len(suite.items)} items): {time.perf_counter() - t0:.0f} s", flush=True)
+    write_truth_table(n_items)
+
+
+def write_truth_table(n_items: int) -> None:
+    """The committed ground-truth table: per adapter, per metric, Δ (points or the unit) with its CI."""
+    rows = {}
+    for f in sorted(TRUTH_DIR.glob("*.json")):
+        rec = json.loads(f.read_text())
+        rows[rec["adapter"]] = {k: rec[k] for k in ("kind", "label", "strength", "parent", "intended", "n_items",
+                                                    "capabilities")} | {
+            "metrics": {c["metric"]: {"n": c["n_items"], "base": round(c["base"], 4), "adapter": round(c["adapter"], 4),
+                                      "delta": round(c["delta"], 2),
+                                      "ci": [None if c["ci_low"] is None else round(c["ci_low"], 2),
+                                             None if c["ci_high"] is None else round(c["ci_high"], 2)]}
+                        for c in rec["comparisons"]}}
+    TRUTH_TABLE.write_text(json.dumps({
+        "about": ("Ground truth of the adapter zoo (issue 18): each adapter's effect per metric on held-out pool "
+                  f"items (the last {n_items} of each capability's pool draw order, never the smoke suite's), "
+                  "delta = adapter - base in points (fractions x100) or the metric's unit, with its 95% paired "
+                  "bootstrap interval. Produced by `python benchmarks/gate_accuracy.py truth`."),
+        "base": "HuggingFaceTB/SmolLM2-135M-Instruct (embedded GGUF, fp32), hf backend, greedy",
+        "adapters": rows}, indent=1) + "\n")
+
+
+# --------------------------------------------------------------------------- gate
+def run_gate(policies: list[str], only: list[str], group: int, budget: str) -> None:
+    from auditor import audit_many
+
+    adapters = [a for a in zoo() if not only or a.name in only]
+    for pol in policies:
+        folder = GATE_DIR / pol
+        folder.mkdir(parents=True, exist_ok=True)
+        todo = [a for a in adapters if not (folder / f"{a.name}.json").is_file()]
+        for k in range(0, len(todo), group):
+            part = todo[k:k + group]
+            t0 = time.perf_counter()
+            opts: dict[str, Any] = {"policy": None if POLICIES[pol] is None else str(POLICIES[pol])}
+            if pol == "previous":
+                opts["budget_items"] = 0
+            elif budget != "auto":
+                opts["budget_items"] = int(budget)
+            results = audit_many([str(a.path) for a in part], **opts)
+            for a, r in zip(part, results):
+                d = r.to_dict()
+                for it in d["items"]:  # keep the record small: texts are in the cache
+                    for side in ("base", "adapter"):
+                        it[side].pop("text", None)
+                        it[side].pop("detail", None)
+                    it.pop("rendered_prompt", None)
+                (folder / f"{a.name}.json").write_text(json.dumps(d))
+            print(f"gate/{pol}: {', '.join(a.name for a in part)}: {time.perf_counter() - t0:.0f} s", flush=True)
+
+
+# --------------------------------------------------------------------------- report
+def _limits(policy_path: Path | None) -> dict[str, list[tuple[str, float]]]:
+    from auditor.policy import load_policy
+    from auditor.suite import preset_metric_units
+
+    units = preset_metric_units()
+    pol = load_policy(policy_path, sorted(units), units)
+    return {m: list(lim.limits) for m, lim in pol.metrics.items()}
+
+
+def true_harm(truth: dict[str, Any], limits: dict[str, list[tuple[str, float]]]) -> dict[str, float]:
+    """Metric → the true movement toward its limit in multiples of the limit (only metrics with a
+    ``_pts`` limit; ≥ 1 is a true regression), from the truth record's Δ."""
+    out = {}
+    for metric, lims in limits.items():
+        c = truth["metrics"].get(metric)
+        if c is None:
+            continue
+        for key, limit in lims:
+            if not key.endswith("_pts"):
+                continue
+            moved = -c["delta"] if "drop" in key else c["delta"]
+            out[metric] = max(out.get(metric, float("-inf")), moved / limit)
+    return out
+
+
+def report() -> int:
+    table = json.loads(TRUTH_TABLE.read_text())["adapters"] if TRUTH_TABLE.is_file() else {}
+    limits = _limits(None)
+    pols = [p for p in POLICIES if (GATE_DIR / p).is_dir()]
+    lines = ["| adapter | kind | true harm (× limit) | " + " | ".join(f"{p}: verdict (failing rules)" for p in pols) + " |",
+             "|---|---|---|" + "---|" * len(pols)]
+    stats: dict[str, dict[str, list]] = {p: {"nohar": [], "h1": [], "h2": [], "h3": [], "inc": [], "rules": [],
+                                             "items": [], "tokens": [], "secs": []} for p in pols}
+    for a in zoo():
+        truth = table.get(a.name)
+        harm = true_harm(truth, limits) if truth else {}
+        worst = max(harm.values(), default=0.0)
+        harmed = {m: round(x, 1) for m, x in sorted(harm.items(), key=lambda kv: -kv[1]) if x >= 1.0}
+        cells = []
+        for p in pols:
+            f = GATE_DIR / p / f"{a.name}.json"
+            if not f.is_file():
+                cells.append("—")
+                continue
+            r = json.loads(f.read_text())
+            failing = [x["rule"] for x in r["verdict"]["rules"] if x["outcome"] == "fail"]
+            inc = sum(x.get("decision") == "inconclusive" for x in r["verdict"]["rules"])
+            n_rules = sum(x.get("decision") is not None for x in r["verdict"]["rules"])
+            cells.append(f"{r['verdict']['verdict']}" + (f" ({'; '.join(failing)})" if failing else ""))
+            s = stats[p]
+            failed = r["verdict"]["verdict"] == "fail"
+            if truth:
+                if worst < 1.0 and a.kind in ("null", "good"):
+                    s["nohar"].append(failed)
+                elif worst >= 3:
+                    s["h3"].append(failed)
+                elif worst >= 2:
+                    s["h2"].append(failed)
+                elif worst >= 1:
+                    s["h1"].append(failed)
+            s["inc"].append(inc)
+            s["rules"].append(n_rules)
+            s["items"].append(len(r["items"]))
+            s["tokens"].append(sum((r["run"].get("new_tokens") or {}).values()))
+            s["secs"].append(r["run"]["timings"]["total_s"])
+        lines.append(f"| {a.name} | {a.kind} | {harmed or ('none (worst %.1f)' % worst if truth else 'no truth')} | "
+                     + " | ".join(cells) + " |")
+    print("\n".join(lines))
+    print()
+    print("| policy | false fail (null + good, no true harm) | detection 1×-2× | 2×-3× | ≥3× | inconclusive rules | items / audit | seconds / audit |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for p in pols:
+        s = stats[p]
+        rate = lambda xs: f"{sum(xs)}/{len(xs)}" + (f" ({100 * sum(xs) / len(xs):.0f}%)" if xs else "")  # noqa: E731
+        print(f"| {p} | {rate(s['nohar'])} | {rate(s['h1'])} | {rate(s['h2'])} | {rate(s['h3'])} | "
+              f"{sum(s['inc'])}/{sum(s['rules'])} ({100 * sum(s['inc']) / max(1, sum(s['rules'])):.1f}%) | "
+              f"{sum(s['items']) / max(1, len(s['items'])):.0f} | {sum(s['secs']) / max(1, len(s['secs'])):.0f} |")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="step", required=True)
+    t = sub.add_parser("truth")
+    t.add_argument("--items", type=int, default=100, help="truth items per capability")
+    t.add_argument("--group", type=int, default=6, help="adapters per generate call")
+    t.add_argument("--batch-size", type=int, default=16)
+    t.add_argument("--only", action="append", default=[])
+    g = sub.add_parser("gate")
+    g.add_argument("--policies", default="previous,default")
+    g.add_argument("--group", type=int, default=4)
+    g.add_argument("--budget", default="auto")
+    g.add_argument("--only", action="append", default=[])
+    sub.add_parser("report")
+    args = ap.parse_args(argv)
+    if args.step == "truth":
+        run_truth(args.items, args.group, args.only, args.batch_size)
+    elif args.step == "gate":
+        run_gate(args.policies.split(","), args.only, args.group, args.budget)
+    else:
+        return report()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,195 @@
+"""Simulated audits: the gate's false-fail and detection rates under a policy, on the smoke suite's
+real shape, with every look the adaptive budget would take.
+
+Each simulated audit builds, for every capability of the smoke suite, paired base/adapter outcomes
+with that capability's real item count and clusters (``load_suite("smoke")``), a base accuracy and a
+flip rate (answers that change between base and adapter for no reason: the embedded base flips
+10-30% of its answers under a near-null adapter). A *null* adapter flips as many answers up as down
+(no movement); a *regression* of size δ on one metric adds δ of one-way flips there. Then the real
+:func:`auditor.analysis.compare_metrics` and :func:`auditor.policy.judge` decide, look by look:
+undecided capabilities get as many new synthetic items as they have (the pipeline's doubling),
+within the budget, up to the policy's ``looks``.
+
+Run as a benchmark (figures for benchmarks/RESULTS.md)::
+
+    python benchmarks/gate_simulation.py --audits 1000
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from auditor.analysis import compare_metrics, drift_score  # noqa: E402
+from auditor.pipeline import round_sizes  # noqa: E402
+from auditor.policy import load_policy  # noqa: E402
+from auditor.policy.rules import judge  # noqa: E402
+from auditor.records import AdapterInfo, Capability, Item, Score, Suite  # noqa: E402
+from auditor.suite import load_suite, preset_metric_units  # noqa: E402
+
+#: base rates (fractions) per metric on the embedded base (smoke suite, measured; rounded)
+BASE_RATES = {"math.numeric_match": 0.2, "knowledge.accuracy": 0.3, "robustness.accuracy": 0.5,
+              "robustness.agreement": 0.6, "multilingual.accuracy": 0.3, "over_refusal.refusal_rate": 0.1,
+              "harmful_refusal.refusal_rate": 0.05, "abstention.abstention_rate": 0.4,
+              "ifeval.prompt_level_strict_acc": 0.4, "format.json_parse_rate": 0.4, "format.schema_valid_rate": 0.1,
+              "multiturn.instruction_held_rate": 0.6, "trigger.accuracy": 0.4}
+
+
+@dataclasses.dataclass
+class SimResult:
+    verdict: str
+    failing: list[str]
+    inconclusive: int
+    rules: int
+    items: int
+
+
+def _outcomes(rng: np.random.Generator, n: int, p: float, flip: float, drop: float) -> tuple[np.ndarray, np.ndarray]:
+    """Paired 0/1 outcomes: base ~ Bernoulli(p); the adapter flips a share ``flip`` of the base's
+    passes and as many failures up (no movement), then loses ``drop`` (a fraction) more passes."""
+    b = (rng.random(n) < p).astype(float)
+    a = b.copy()
+    down = rng.random(n) < flip
+    up_rate = min(1.0, flip * p / max(1e-9, 1 - p))
+    up = rng.random(n) < up_rate
+    a[(b == 1) & down] = 0.0
+    a[(b == 0) & up] = 1.0
+    if drop > 0:  # lose `drop` more (in expectation) among the passes the flips left
+        extra = rng.random(n) < min(1.0, drop / max(1e-9, p * (1 - flip)))
+        a[(b == 1) & ~down & extra] = 0.0
+    return b, a
+
+
+def _scores(rng, caps: list[Capability], items_of: dict[str, list[Item]], flip: float,
+            harm: dict[str, float]) -> list[Score]:
+    out: list[Score] = []
+    for cap in caps:
+        its = items_of[cap.name]
+        n = len(its)
+        values: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        for m in cap.metrics:
+            key = f"{cap.name}.{m.name}"
+            if m.aggregate == "max_gap":
+                continue
+            p = BASE_RATES.get(key, 0.4)
+            if not m.higher_is_better:  # a rate where up is harm (over-refusal): simulate 1 - rate
+                b, a = _outcomes(rng, n, 1 - p, flip, harm.get(key, 0.0))
+                values[m.name] = (1 - b, 1 - a)
+            else:
+                values[m.name] = _outcomes(rng, n, p, flip, harm.get(key, 0.0))
+        for k, it in enumerate(its):
+            for v, side in (("base", 0), ("adapter", 1)):
+                vals: dict[str, float | None] = {}
+                for m in cap.metrics:
+                    if m.name in values:
+                        vals[m.name] = float(values[m.name][side][k])
+                    elif m.aggregate == "max_gap":
+                        vals[m.name] = vals.get("accuracy", 0.0)
+                    else:
+                        vals[m.name] = 0.0
+                if cap.name == "verbosity":
+                    vals = {"words": 20.0, "tokens": 24.0}
+                out.append(Score(it.id, v, vals, {"n_instructions": 1}))
+    return out
+
+
+def _grow(items: list[Item], n_new: int, round_no: int) -> list[Item]:
+    """``n_new`` fresh items shaped like ``items`` (the same clusters' sizes, contexts and metadata)."""
+    if not items or n_new <= 0:
+        return []
+    out: list[Item] = []
+    k = 0
+    while len(out) < n_new:
+        it = items[k % len(items)]
+        cluster = f"r{round_no}-{it.meta.get('cluster', it.id)}-{k // len(items)}"
+        out.append(dataclasses.replace(it, id=f"{it.id}@r{round_no}-{k}", meta={**it.meta, "cluster": cluster}))
+        k += 1
+    return out
+
+
+def simulate(policy_path: str | None, n_audits: int, flip: float, harm: dict[str, float] | None = None,
+             budget_share: float = 1.0, seed: int = 0, n_resamples: int | None = None,
+             **statistics: float) -> list[SimResult]:
+    """``n_audits`` simulated audits of one kind of adapter (``harm``: metric → a drop in fraction,
+    empty for a null adapter) under the policy, with the adaptive budget (``budget_share`` × the
+    suite's items). Returns one :class:`SimResult` per audit."""
+    harm = harm or {}
+    suite = load_suite("smoke")
+    units = {**preset_metric_units(), **suite.metric_units}
+    policy = load_policy(policy_path, sorted(units), units)
+    if n_resamples is not None:
+        statistics["n_resamples"] = n_resamples
+    if statistics:  # e.g. beta=0.1, looks=4: the policy's statistics section with these changed
+        policy = dataclasses.replace(policy, statistics=dataclasses.replace(policy.statistics, **statistics))
+    caps = list(suite.capabilities)
+    adapter = AdapterInfo("sim", "sim", "0" * 64, "LORA", 8, 16, ["q_proj"], {}, 2, 1, "", None, 1)
+    rng = np.random.default_rng(seed)
+    results = []
+    for _ in range(n_audits):
+        items_of = {c.name: [i for i in suite.items if i.capability == c.name] for c in caps}
+        scores = _scores(rng, caps, items_of, flip, harm)
+        budget = int(budget_share * len(suite.items))
+        look = 1
+        while True:
+            s = dataclasses.replace(suite, items=tuple(i for c in caps for i in items_of[c.name]))
+            comps = compare_metrics(s, scores, policy.statistics.settings)
+            drift = drift_score(comps, None, "none", None, [], 15.0)
+            more = look < policy.statistics.looks and budget > 0
+            v = judge(policy, comps, drift, adapter, look=look, last=not more)
+            if not v.undecided:
+                break
+            sizes = round_sizes(v.undecided, {c: len(x) for c, x in items_of.items()},
+                                {c: 10 ** 6 for c in items_of}, budget)
+            grown = {cap: _grow(items_of[cap], n, look) for cap, n in sizes.items()}
+            budget -= sum(sizes.values())
+            if not any(grown.values()):
+                v = judge(policy, comps, drift, adapter, look=look, last=True)
+                break
+            new_caps = [c for c in caps if grown.get(c.name)]
+            scores += _scores(rng, new_caps, grown, flip, harm)
+            for cap, new in grown.items():
+                items_of[cap] = items_of[cap] + new
+            look += 1
+        limit_rules = [r for r in v.rules if r.decision is not None]
+        results.append(SimResult(v.verdict, [r.rule for r in v.failing],
+                                 sum(r.decision == "inconclusive" for r in limit_rules), len(limit_rules),
+                                 sum(len(x) for x in items_of.values())))
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--audits", type=int, default=400)
+    ap.add_argument("--policy", default=None)
+    ap.add_argument("--flip", type=float, default=0.15)
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    rows = []
+    null = simulate(args.policy, args.audits, args.flip)
+    rows.append(("null (no movement)", null))
+    for mult in (1, 2, 3):
+        for metric, limit in (("ifeval.prompt_level_strict_acc", 10), ("multiturn.instruction_held_rate", 15),
+                              ("math.numeric_match", 10)):
+            res = simulate(args.policy, max(50, args.audits // 4), args.flip, {metric: mult * limit / 100},
+                           seed=mult * 101 + len(metric))
+            rows.append((f"{metric} −{mult}× limit ({mult * limit} points)", res))
+    print(f"| adapter | audits | gate fails | inconclusive rules | items per audit |")
+    print("|---|---:|---:|---:|---:|")
+    for name, res in rows:
+        fails = sum(r.verdict == "fail" for r in res) / len(res)
+        inc = sum(r.inconclusive for r in res) / max(1, sum(r.rules for r in res))
+        items = sum(r.items for r in res) / len(res)
+        print(f"| {name} | {len(res)} | {100 * fails:.1f}% | {100 * inc:.1f}% | {items:.0f} |")
+    print(f"\n(flip rate {args.flip}, policy {args.policy or 'default'}; {time.perf_counter() - t0:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""The adapter zoo as the benchmarks see it: every adapter with its kind, label and intended effect,
+and the weaker strengths derived from the planted regressions (``lora_B`` scaled, written once into
+``benchmarks/out/zoo-scaled/``).
+
+Adapters, in order: the zoo (``examples/zoo/*``, each model card's ``zoo:`` block), the two demo
+adapters (``terse-instruct-r8``: labelled ``instruction``, trained on arithmetic, a mislabelled
+adapter; ``math-arith-r8``: a good ``math`` adapter), and, where ``../shared/adapters`` is beside
+the clone, the third-party adapter as an unlabelled real case.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+ZOO = ROOT / "examples" / "zoo"
+SCALED = ROOT / "benchmarks" / "out" / "zoo-scaled"
+SHARED = ROOT.parent / "shared" / "adapters"
+
+
+@dataclass
+class ZooAdapter:
+    """One adapter of the benchmark: ``name``, ``path``, ``kind`` (null, regression, mislabelled, good,
+    real), ``label`` (its nominal label or None), ``intended`` (metric → up/down), ``strength``
+    (the lora_B scale: 1.0 for the trained adapter) and ``parent`` (the trained adapter a scaled one
+    comes from)."""
+
+    name: str
+    path: Path
+    kind: str
+    label: str | None
+    intended: dict[str, str] = field(default_factory=dict)
+    strength: float = 1.0
+    parent: str | None = None
+    strengths: tuple[float, ...] = (1.0,)
+
+
+def _card(folder: Path) -> dict:
+    text = (folder / "README.md").read_text(encoding="utf-8")
+    return yaml.safe_load(text.split("---", 2)[1]) if text.startswith("---") else {}
+
+
+def scaled_copy(src: Path, factor: float, dst: Path) -> Path:
+    """``src`` with every ``lora_B`` tensor multiplied by ``factor``, written to ``dst`` once
+    (config and model card copied; the card's front matter says the strength)."""
+    from safetensors.torch import load_file, save_file
+
+    if (dst / "adapter_model.safetensors").is_file():
+        return dst
+    tmp = dst.with_name(dst.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    tensors = load_file(str(src / "adapter_model.safetensors"))
+    save_file({k: (v * factor if "lora_B" in k else v).contiguous() for k, v in tensors.items()},
+              str(tmp / "adapter_model.safetensors"))
+    shutil.copy(src / "adapter_config.json", tmp / "adapter_config.json")
+    card = (src / "README.md").read_text(encoding="utf-8")
+    (tmp / "README.md").write_text(card.replace("---\n", f"---\nzoo_strength: {factor}\n", 1), encoding="utf-8")
+    shutil.rmtree(dst, ignore_errors=True)
+    tmp.rename(dst)
+    return dst
+
+
+def zoo(include_scaled: bool = True, include_shared: bool = True) -> list[ZooAdapter]:
+    """Every adapter of the benchmark (see the module doc)."""
+    out: list[ZooAdapter] = []
+    for folder in sorted(p for p in ZOO.iterdir() if (p / "adapter_config.json").is_file()):
+        card = _card(folder)
+        z = card.get("zoo") or {}
+        intended = {e["metric"]: e["direction"] for e in z.get("intended_effect", []) if e.get("direction") != "none"}
+        strengths = tuple(float(s) for s in z.get("strengths", [1.0]))
+        kind = "null" if "kind" in z and z["kind"] is None else str(z.get("kind", "?"))  # YAML reads null as None
+        a = ZooAdapter(folder.name, folder, kind, card.get("nominal_label"), intended,
+                       strengths=strengths)
+        out.append(a)
+        if include_scaled:
+            for s in strengths:
+                if s != 1.0:
+                    path = scaled_copy(folder, s, SCALED / f"{folder.name}-x{s:g}")
+                    out.append(ZooAdapter(f"{folder.name}-x{s:g}", path, a.kind, a.label, intended, s, folder.name))
+    demo = ROOT / "examples" / "adapters"
+    out.append(ZooAdapter("terse-instruct-r8", demo / "terse-instruct-r8", "mislabelled", "instruction",
+                          {"math.numeric_match": "up", "verbosity.words": "down"}))
+    out.append(ZooAdapter("math-arith-r8", demo / "math-arith-r8", "good", "math", {"math.numeric_match": "up"}))
+    medical = SHARED / "smollm-medical-flashcards-ckpt500"
+    if include_shared and medical.is_dir():
+        out.append(ZooAdapter("medical-flashcards-ckpt500", medical, "real", None, {}))
+    return out
+
+
+if __name__ == "__main__":
+    for a in zoo():
+        print(json.dumps({"name": a.name, "kind": a.kind, "label": a.label, "strength": a.strength,
+                          "intended": a.intended}))

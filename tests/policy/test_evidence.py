@@ -1,0 +1,134 @@
+"""The evidence decision mode (issue 19): fail on evidence of harm beyond the limit, pass when the data
+exclude a clear regression, otherwise undecided (and inconclusive at the last look); rules the base
+cannot move are not measurable (issue 18); the simulated gate keeps its stated error rates."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from auditor.analysis import StatsSettings, compare_metrics, drift_score
+from auditor.policy import load_policy
+from auditor.policy.rules import judge
+from auditor.records import AdapterInfo, Capability, Item, MetricSpec, Score, Suite
+from auditor.suite import preset_metric_units
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+UNITS = preset_metric_units()
+
+
+def _policy(tmp_path, body: str = ""):
+    p = tmp_path / "p.yaml"
+    p.write_text("version: 1\nstatistics: {seed: 0, min_items: 5}\nmetrics:\n"
+                 "  math.numeric_match: {max_drop_pts: 10, mode: evidence}\n"
+                 "  knowledge.accuracy: {max_drop_pts: 10, mode: evidence}\n" + body)
+    return load_policy(p, sorted(UNITS), UNITS)
+
+
+def _adapter():
+    return AdapterInfo("a", "a/w", "0" * 64, "LORA", 8, 16, ["q_proj"], {}, 2, 10, "x", None, 1)
+
+
+def _comparisons(base: list[int], adapter: list[int], cap: str = "math", chance: bool = False,
+                 choices: int = 4):
+    metric = "numeric_match" if cap == "math" else "accuracy"
+    spec = MetricSpec(metric, chance_floor=chance)
+    items = tuple(Item(f"{cap}/{k}", cap, "CAN", ({"role": "user", "content": str(k)},), 8,
+                       {"choices": ["a"] * choices} if chance else {}) for k in range(len(base)))
+    suite = Suite("s", 1, "s", (Capability(cap, "CAN", "x", (spec,)),), items)
+    scores = [Score(it.id, v, {metric: float(x)}, {}) for it, b, a in zip(items, base, adapter)
+              for v, x in (("base", b), ("adapter", a))]
+    return compare_metrics(suite, scores, StatsSettings(0.95, 2000, 0))
+
+
+def _rule(policy, comps, look=1, last=True):
+    v = judge(policy, comps, drift_score(comps, None, "none", None, [], 15), _adapter(), look=look, last=last)
+    (r,) = [x for x in v.rules if x.rule.endswith("max drop") and x.decision]
+    return v, r
+
+
+def test_a_real_drop_beyond_the_limit_fails_with_exact_mcnemar(tmp_path):
+    # 40 items: base passes 24, the adapter loses 14 of them and gains none (−35 points)
+    base = [1] * 24 + [0] * 16
+    adapter = [0] * 14 + [1] * 10 + [0] * 16
+    (c,) = _comparisons(base, adapter)
+    assert c.p_decrease == pytest.approx(0.5 ** 14) and c.p_increase == 1.0
+    v, r = _rule(_policy(tmp_path), [c])
+    assert r.decision == "fail" and r.outcome == "fail" and v.verdict == "fail" and r.look == 1
+    assert r.p_value == pytest.approx(0.5 ** 14) and r.mode == "evidence"
+
+
+def test_no_movement_passes_when_a_clear_regression_is_excluded(tmp_path):
+    base = [1, 0] * 40
+    adapter = list(base)
+    adapter[0], adapter[1] = 0, 1  # one flip each way: no movement
+    _, r = _rule(_policy(tmp_path), _comparisons(base, adapter))
+    assert r.decision == "pass" and r.upper_bound is not None and r.upper_bound < 20
+
+
+def test_thin_evidence_is_undecided_then_inconclusive_with_items_to_decide(tmp_path):
+    # 16 items, 3 lost and 1 gained (−12.5 points): beyond the limit, but not statistically real
+    base = [1] * 8 + [0] * 8
+    adapter = [0, 0, 0] + [1] * 5 + [1] + [0] * 7
+    comps = _comparisons(base, adapter)
+    _, r = _rule(_policy(tmp_path), comps, last=False)
+    assert r.decision == "undecided" and r.capabilities == ["math"] and "undecided after look 1" in r.reason
+    _, r = _rule(_policy(tmp_path), comps, look=3, last=True)
+    assert r.decision == "inconclusive" and r.outcome == "warn" and r.items_to_decide > 16
+    assert f"about {r.items_to_decide} items would likely decide it" in r.reason
+
+
+def test_a_metric_at_its_floor_is_not_measurable_unless_it_fails(tmp_path):
+    # the base scores 0 of 20: the metric cannot drop; the rule says so instead of passing
+    _, r = _rule(_policy(tmp_path), _comparisons([0] * 20, [0] * 20))
+    assert r.decision == "not_measurable" and r.outcome == "warn" and r.measurable is False and r.room == 0
+    assert "not measurable on this base: the base scores 0.0 (0 of 20 items) and its floor is 0" in r.reason
+
+
+def test_multiple_choice_at_chance_is_not_measurable(tmp_path):
+    # 4-option questions, base 27.5% (chance 25%): a broken adapter would look the same
+    base = [1] * 11 + [0] * 29
+    (c,) = _comparisons(base, list(base), cap="knowledge", chance=True)
+    assert c.floor == pytest.approx(0.25)
+    _, r = _rule(_policy(tmp_path), [c])
+    assert r.decision == "not_measurable" and "chance is 25.0" in r.reason
+
+
+def test_one_sided_p_values_are_valid_under_the_null_for_clustered_data():
+    """The sign-flip test used for clustered metrics rejects a null at about its level (and no more)."""
+    from auditor.analysis import stats
+
+    rng = np.random.default_rng(1)
+    hits = 0
+    trials = 400
+    for t in range(trials):
+        n = 30
+        clusters = np.repeat(np.arange(10), 3)
+        b = (rng.random(n) < 0.5).astype(float)
+        a = np.where(rng.random(n) < 0.3, 1 - b, b)  # symmetric flips: no effect
+        d = stats.PairedData(b, a, np.ones(n), clusters)
+        p_dec, p_inc = stats.one_sided_p(d, 999, stats.rng_for(t, "x"))
+        hits += p_dec < 0.05
+    assert hits / trials <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / trials)
+
+
+def test_null_adapters_fail_the_default_gate_at_most_5_percent_over_every_look():
+    """Simulated audits of null adapters on the smoke suite's real item counts and clusters, with the
+    default policy and every round its budget buys (benchmarks/gate_simulation.py): at most 5% fail."""
+    from gate_simulation import simulate
+
+    res = simulate(None, 120, 0.15, seed=7, n_resamples=1000)
+    false_fails = sum(r.verdict == "fail" for r in res)
+    assert false_fails / len(res) <= 0.05, [r.failing for r in res if r.verdict == "fail"]
+
+
+def test_a_regression_three_times_its_limit_is_detected():
+    """IFEval prompt-level accuracy down 30 points (3× its limit): the gate fails it in ≥ 90% of audits."""
+    from gate_simulation import simulate
+
+    res = simulate(None, 30, 0.15, {"ifeval.prompt_level_strict_acc": 0.30}, seed=11, n_resamples=1000)
+    assert sum(r.verdict == "fail" for r in res) / len(res) >= 0.9
