@@ -6,18 +6,38 @@ from __future__ import annotations
 import datetime as _dt
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import __version__
+from .backends import Backend
+from .options import AuditOptions
 from .policy import Policy
-from .records import AdapterInfo, DriftResult, Generation, MetricComparison, Score, Suite, Verdict
+from .records import (AdapterInfo, BaseModel, DriftResult, Generation, MetricComparison, NoiseFloor, Score, Suite,
+                      Verdict)
 from .results import (RESULTS_SCHEMA_VERSION, AdapterRecord, Answer, AuditResult, BaselineRecord, BaseRecord,
                       ItemRecord, PolicyRecord, RunRecord, StatisticsRecord, SuiteRecord)
 from .util.hashing import canonical_sha256
 from .util.versions import package_versions
 
-if TYPE_CHECKING:
-    from .pipeline import _Run
+@dataclass
+class Run:
+    """What one multi-adapter run shares between its adapters' results (the base pass and the setup)."""
+
+    opts: AuditOptions
+    t_start: float
+    suite: Suite
+    policy: Policy
+    base: BaseModel
+    base_digest: str
+    backend: Backend
+    backend_reason: str
+    scorer_of: dict[str, str]
+    base_gens: list[Generation]
+    base_scores: list[Score]
+    noise: NoiseFloor | None
+    n_adapters: int
+    hub_of: dict[str, dict]
+    baseline: tuple[AdapterInfo, str, list[Generation], list[Score]] | None = None
 
 
 @dataclass
@@ -54,7 +74,7 @@ def _for_variant(counts: dict[str, int], variant: str) -> dict[str, int]:
     return {("adapter" if v == variant else v): n for v, n in counts.items() if v in ("base", variant, "baseline")}
 
 
-def result(run: "_Run", adapter: AdapterInfo, adapter_id: str, variant: str, ev: Evidence) -> AuditResult:
+def result(run: Run, adapter: AdapterInfo, adapter_id: str, variant: str, ev: Evidence) -> AuditResult:
     """The typed record of one adapter's audit (results.json's content)."""
     suite, policy = ev.suite, run.policy
     prev = run.baseline
@@ -80,7 +100,7 @@ def result(run: "_Run", adapter: AdapterInfo, adapter_id: str, variant: str, ev:
     )
 
 
-def _item_records(run: "_Run", ev: Evidence) -> list[ItemRecord]:
+def _item_records(run: Run, ev: Evidence) -> list[ItemRecord]:
     """Every item with its rendered prompt and each variant's answer, scores and scorer detail."""
     gen_of = {(g.item_id, g.variant): g for g in ev.generations}
     score_of = {(s.item_id, s.variant): s for s in ev.scores}
@@ -117,7 +137,7 @@ def _statistics_record(policy: Policy) -> StatisticsRecord:
         spending=float(sc.spending))
 
 
-def _run_record(run: "_Run", variant: str, ev: Evidence) -> RunRecord:
+def _run_record(run: Run, variant: str, ev: Evidence) -> RunRecord:
     backend, stats = run.backend, run.backend.stats
     cache = backend.cache.stats.as_dict()
     info = backend.run_info(variant)

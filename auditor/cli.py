@@ -151,7 +151,8 @@ class _BatchSize(click.ParamType):
 @click.option("--budget", "budget", type=_Budget(), default="auto", show_default=True,
               help="What the audit may spend on rules its suite left undecided: N more items (asked of base and "
                    "adapter) drawn from the capabilities' pools in rounds, a time such as 10m or 90s, or auto "
-                   "(the suite's item count on a CPU, twice it on a GPU); 0 judges on the suite alone.")
+                   "(the suite's item count on a CPU, twice it on a GPU; none with --limit); 0 judges on the "
+                   "suite alone.")
 @click.option("--max-adapter-size", "max_adapter_size", default=None, metavar="SIZE",
               help="Refuse adapter weights files larger than SIZE (e.g. 500MB, 8GiB; default: "
                    "$AUDITOR_MAX_ADAPTER_SIZE, else 4GiB).")

@@ -16,7 +16,7 @@ from typing import Any, Callable
 from rich.markup import escape
 
 from . import assembly
-from .assembly import Evidence
+from .assembly import Evidence, Run
 from .analysis import compare_metrics, drift_score
 from .analysis.noise_floor import noise_floor
 from .backends import BACKENDS, Backend, GenerationCache, choose_backend, fall_back_for
@@ -25,9 +25,8 @@ from .inspect import bin_adapter_file, convert_bin_adapter, inspect_adapter, pre
 from .inspect import hub
 from .inspect.weight_space import weight_space
 from .options import AuditOptions
-from .policy import Policy, judge, load_policy
-from .records import (AdapterInfo, BaseModel, DriftResult, Generation, Item, MetricComparison, NoiseFloor,
-                      RuleOutcome, Score, Suite)
+from .policy import judge, load_policy
+from .records import (AdapterInfo, DriftResult, Generation, Item, MetricComparison, RuleOutcome, Score, Suite)
 from .results import AuditResult
 from .scorers import score_all
 from .suite import load_suite, plan_requests, preset_metric_units
@@ -50,27 +49,6 @@ def _check_given_once(opts: AuditOptions, given: tuple[str, ...], arg: str, dige
         raise AuditInputError(arg, f"{what} {seen[digest]}{' adapter' if what.startswith('--') else ''}; "
                                    "give each adapter once")
     seen[digest] = arg
-
-
-@dataclass
-class _Run:
-    """What one multi-adapter run shares between its adapters' results (the base pass and the setup)."""
-
-    opts: AuditOptions
-    t_start: float
-    suite: Suite
-    policy: Policy
-    base: BaseModel
-    base_digest: str
-    backend: Backend
-    backend_reason: str
-    scorer_of: dict[str, str]
-    base_gens: list[Generation]
-    base_scores: list[Score]
-    noise: NoiseFloor | None
-    n_adapters: int
-    hub_of: dict[str, dict]
-    baseline: tuple[AdapterInfo, str, list[Generation], list[Score]] | None = None
 
 
 def _given_adapters(opts: AuditOptions, adapters: tuple[str, ...]) -> tuple[tuple[str, ...], dict, dict]:
@@ -160,7 +138,7 @@ def run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print) 
     base_gens = [g for g in generations if g.variant == "base"]
     base_scores = score_all(items, base_gens, scorer_of)
     noise = noise_floor(backend, suite, base_gens, base_scores, scorer_of, log) if opts.noise_floor else None
-    run = _Run(opts, t_start, suite, policy, base, base_digest, backend, backend_reason, scorer_of, base_gens,
+    run = Run(opts, t_start, suite, policy, base, base_digest, backend, backend_reason, scorer_of, base_gens,
                base_scores, noise, len(infos), hub_of)
     if opts.baseline:
         prev_gens = [replace(g, variant="base") for g in generations if g.variant == "baseline"]
@@ -208,14 +186,16 @@ class Budget:
 
 def budget_for(opts: AuditOptions, suite: Suite, backend: Backend) -> Budget:
     """The rounds' budget: ``--budget`` items / seconds, or with ``auto`` the suite's item count on the
-    CPU and twice it on a GPU or a server (where generation is cheap)."""
+    CPU and twice it on a GPU or a server (where generation is cheap), and none with ``--limit``."""
     if opts.budget_items is not None:
         return Budget(opts.budget_items, opts.budget_seconds)
+    if opts.limit is not None:  # --limit is a quick look: no rounds unless --budget asks for them
+        return Budget(0, opts.budget_seconds)
     cheap = backend.name in ("vllm", "openai") or str(getattr(backend, "device", "cpu")).startswith("cuda")
     return Budget(int(len(suite.items) * (2.0 if cheap else 1.0)), opts.budget_seconds)
 
 
-def _analyse(run: _Run, suite: Suite, scores: list[Score], prev_scores: list[Score], label: str | None,
+def _analyse(run: Run, suite: Suite, scores: list[Score], prev_scores: list[Score], label: str | None,
              label_source: str, mapping: Any) -> tuple[list[MetricComparison], DriftResult, list[MetricComparison] | None]:
     """Compare (analysis stage) base and adapter, DriftScore, and the candidate against ``--baseline``."""
     settings = run.policy.statistics.settings
@@ -229,7 +209,7 @@ def _analyse(run: _Run, suite: Suite, scores: list[Score], prev_scores: list[Sco
     return comparisons, drift, prev
 
 
-def _one_result(run: _Run, adapter: AdapterInfo, adapter_id: str, variant: str, adapter_gens: list[Generation],
+def _one_result(run: Run, adapter: AdapterInfo, adapter_id: str, variant: str, adapter_gens: list[Generation],
                 log: Log) -> AuditResult:
     """Score, compare and judge one adapter of a (multi-)audit, look by look: while rules are undecided
     and the budget allows, draw more items for their capabilities from the suite's pools, generate
@@ -322,7 +302,7 @@ def round_sizes(undecided: list[RuleOutcome], have: dict[str, int], available: d
     return out
 
 
-def _draw(run: _Run, suite: Suite, undecided: list[RuleOutcome], pools: dict[str, Pool], budget: Budget) -> list[Item]:
+def _draw(run: Run, suite: Suite, undecided: list[RuleOutcome], pools: dict[str, Pool], budget: Budget) -> list[Item]:
     """The next round's items (:func:`round_sizes`), drawn from the capabilities' pools."""
     for cap in dict.fromkeys(c for r in undecided for c in r.capabilities):
         if cap not in pools:

@@ -159,6 +159,8 @@ def run_gate(policies: list[str], only: list[str], group: int, budget: str) -> N
     from auditor import audit_many
 
     adapters = [a for a in zoo() if not only or a.name in only]
+    if only:  # in the order asked for, so that a run cut short has the most wanted adapters
+        adapters.sort(key=lambda a: only.index(a.name))
     for pol in policies:
         folder = GATE_DIR / pol
         folder.mkdir(parents=True, exist_ok=True)
@@ -195,7 +197,8 @@ def _limits(policy_path: Path | None) -> dict[str, list[tuple[str, float]]]:
 
 def true_harm(truth: dict[str, Any], limits: dict[str, list[tuple[str, float]]]) -> dict[str, float]:
     """Metric → the true movement toward its limit in multiples of the limit (only metrics with a
-    ``_pts`` limit; ≥ 1 is a true regression), from the truth record's Δ."""
+    ``_pts`` limit; ≥ 1 is a true regression), from the truth record's Δ; a movement whose 95% interval
+    does not exclude 0 on the harmful side counts as 0 (the held-out pool cannot tell it from noise)."""
     out = {}
     for metric, lims in limits.items():
         c = truth["metrics"].get(metric)
@@ -204,8 +207,11 @@ def true_harm(truth: dict[str, Any], limits: dict[str, list[tuple[str, float]]])
         for key, limit in lims:
             if not key.endswith("_pts"):
                 continue
-            moved = -c["delta"] if "drop" in key else c["delta"]
-            out[metric] = max(out.get(metric, float("-inf")), moved / limit)
+            drop = "drop" in key
+            moved = -c["delta"] if drop else c["delta"]
+            lo, hi = c["ci"]
+            real = lo is not None and (hi < 0 if drop else lo > 0)
+            out[metric] = max(out.get(metric, float("-inf")), moved / limit if real else 0.0)
     return out
 
 
@@ -261,7 +267,41 @@ def report() -> int:
         print(f"| {p} | {rate(s['nohar'])} | {rate(s['h1'])} | {rate(s['h2'])} | {rate(s['h3'])} | "
               f"{sum(s['inc'])}/{sum(s['rules'])} ({100 * sum(s['inc']) / max(1, sum(s['rules'])):.1f}%) | "
               f"{sum(s['items']) / max(1, len(s['items'])):.0f} | {sum(s['secs']) / max(1, len(s['secs'])):.0f} |")
+    print()
+    print("\n".join(weight_space_vs_drift(table)))
     return 0
+
+
+def weight_space_vs_drift(table: dict[str, Any]) -> list[str]:
+    """Does the weight-space pre-screen predict behavioural drift? Spearman's rank correlation, over the
+    adapters with a truth record and a gate record, between each pre-screen statistic and the true drift
+    (mean |Δ| over the fraction metrics, points; and the largest harm in multiples of its limit)."""
+    from scipy.stats import spearmanr
+
+    limits = _limits(None)
+    rows = []
+    for a in zoo():
+        truth = table.get(a.name)
+        f = GATE_DIR / "default" / f"{a.name}.json"
+        if not truth or not f.is_file():
+            continue
+        ws = json.loads(f.read_text())["adapter"].get("weight_space")
+        if not ws:
+            continue
+        deltas = [abs(c["delta"]) for m, c in truth["metrics"].items() if not m.startswith("verbosity.")]
+        harm = max(true_harm(truth, limits).values(), default=0.0)
+        rows.append((a.name, ws["relative_norm_mean"], ws["intruders_total"], ws["effective_rank_mean"],
+                     sum(deltas) / len(deltas), harm))
+    if len(rows) < 4:
+        return [f"(weight space vs drift: {len(rows)} adapters with both records, too few)"]
+    out = ["| pre-screen statistic | Spearman ρ with mean |Δ| | p | ρ with the largest harm | p |", "|---|---:|---:|---:|---:|"]
+    for k, name in ((1, "update norm ‖scale·B·A‖/‖W‖ (mean)"), (2, "intruder dimensions (total)"),
+                    (3, "effective rank (mean)")):
+        r1 = spearmanr([r[k] for r in rows], [r[4] for r in rows])
+        r2 = spearmanr([r[k] for r in rows], [r[5] for r in rows])
+        out.append(f"| {name} | {r1.statistic:+.2f} | {r1.pvalue:.3f} | {r2.statistic:+.2f} | {r2.pvalue:.3f} |")
+    out.append(f"\n({len(rows)} adapters: " + ", ".join(f"{r[0]} {r[1]:.4f}/{r[2]}/{r[4]:.1f}" for r in rows) + ")")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -279,6 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--only", action="append", default=[])
     sub.add_parser("report")
     args = ap.parse_args(argv)
+    if args.step in ("truth", "gate"):
+        args.only = [name for arg in args.only for name in arg.split(",") if name]
     if args.step == "truth":
         run_truth(args.items, args.group, args.only, args.batch_size)
     elif args.step == "gate":

@@ -12,7 +12,7 @@ within the budget, up to the policy's ``looks``.
 
 Run as a benchmark (figures for benchmarks/RESULTS.md)::
 
-    python benchmarks/gate_simulation.py --audits 1000
+    python benchmarks/gate_simulation.py --audits 400
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from auditor.analysis import compare_metrics, drift_score  # noqa: E402
 from auditor.pipeline import round_sizes  # noqa: E402
 from auditor.policy import load_policy  # noqa: E402
 from auditor.policy.rules import judge  # noqa: E402
-from auditor.records import AdapterInfo, Capability, Item, Score, Suite  # noqa: E402
+from auditor.records import AdapterInfo, Capability, Item, Score  # noqa: E402
 from auditor.suite import load_suite, preset_metric_units  # noqa: E402
 
 #: base rates (fractions) per metric on the embedded base (smoke suite, measured; rounded)
@@ -115,7 +115,7 @@ def _grow(items: list[Item], n_new: int, round_no: int) -> list[Item]:
 
 
 def simulate(policy_path: str | None, n_audits: int, flip: float, harm: dict[str, float] | None = None,
-             budget_share: float = 1.0, seed: int = 0, n_resamples: int | None = None,
+             budget_share: float = 1.0, seed: int = 0, n_resamples: int | None = None, scale: int = 1,
              **statistics: float) -> list[SimResult]:
     """``n_audits`` simulated audits of one kind of adapter (``harm``: metric → a drop in fraction,
     empty for a null adapter) under the policy, with the adaptive budget (``budget_share`` × the
@@ -134,6 +134,8 @@ def simulate(policy_path: str | None, n_audits: int, flip: float, harm: dict[str
     results = []
     for _ in range(n_audits):
         items_of = {c.name: [i for i in suite.items if i.capability == c.name] for c in caps}
+        if scale > 1:
+            items_of = {c: x + _grow(x, (scale - 1) * len(x), 0) for c, x in items_of.items()}
         scores = _scores(rng, caps, items_of, flip, harm)
         budget = int(budget_share * len(suite.items))
         look = 1
@@ -164,30 +166,59 @@ def simulate(policy_path: str | None, n_audits: int, flip: float, harm: dict[str
     return results
 
 
+def _row(name: str, res: list[SimResult]) -> str:
+    fails = sum(r.verdict == "fail" for r in res) / len(res)
+    inc = sum(r.inconclusive for r in res) / max(1, sum(r.rules for r in res))
+    items = sum(r.items for r in res) / len(res)
+    return f"| {name} | {len(res)} | {100 * fails:.1f}% | {100 * inc:.1f}% | {items:.0f} |"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--audits", type=int, default=400)
-    ap.add_argument("--policy", default=None)
+    ap.add_argument("--audits", type=int, default=400, help="null audits per policy (regressions get a quarter)")
     ap.add_argument("--flip", type=float, default=0.15)
+    ap.add_argument("--resamples", type=int, default=2000)
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    rows = []
-    null = simulate(args.policy, args.audits, args.flip)
-    rows.append(("null (no movement)", null))
-    for mult in (1, 2, 3):
-        for metric, limit in (("ifeval.prompt_level_strict_acc", 10), ("multiturn.instruction_held_rate", 15),
-                              ("math.numeric_match", 10)):
-            res = simulate(args.policy, max(50, args.audits // 4), args.flip, {metric: mult * limit / 100},
-                           seed=mult * 101 + len(metric))
-            rows.append((f"{metric} −{mult}× limit ({mult * limit} points)", res))
-    print(f"| adapter | audits | gate fails | inconclusive rules | items per audit |")
+    previous = str(Path(__file__).resolve().parent / "policies" / "previous-default.yaml")
+    n_reg = max(40, args.audits // 4)
+    cases = [("ifeval.prompt_level_strict_acc", 10), ("multiturn.instruction_held_rate", 15), ("math.numeric_match", 10)]
+    print("| adapter (simulated) | audits | gate fails | inconclusive rules | items per audit |")
     print("|---|---:|---:|---:|---:|")
-    for name, res in rows:
-        fails = sum(r.verdict == "fail" for r in res) / len(res)
-        inc = sum(r.inconclusive for r in res) / max(1, sum(r.rules for r in res))
-        items = sum(r.items for r in res) / len(res)
-        print(f"| {name} | {len(res)} | {100 * fails:.1f}% | {100 * inc:.1f}% | {items:.0f} |")
-    print(f"\n(flip rate {args.flip}, policy {args.policy or 'default'}; {time.perf_counter() - t0:.0f} s)")
+    for label, path, share in (("default (evidence, adaptive)", None, 1.0), ("previous default (confident, fixed)", previous, 0.0)):
+        print(f"| **{label}** | | | | |")
+        print(_row("null: no movement", simulate(path, args.audits, args.flip, budget_share=share, seed=1,
+                                                 n_resamples=args.resamples)))
+        for mult in (1, 2, 3):
+            for k, (metric, limit) in enumerate(cases):
+                res = simulate(path, n_reg, args.flip, {metric: mult * limit / 100}, budget_share=share,
+                               seed=100 * mult + k, n_resamples=args.resamples)
+                print(_row(f"{metric} −{mult * limit} points ({mult}× its limit)", res))
+    print()
+    print("Fixed suites (no rounds) of k × the smoke suite's items, default policy, as a mixture of null audits and "
+          "2× regressions (one audit in four):")
+    print("| suite | audits | gate fails | inconclusive rules | items per audit |")
+    print("|---|---:|---:|---:|---:|")
+    for scale in (1, 2, 3, 4):
+        res = simulate(None, args.audits // 2, args.flip, budget_share=0.0, scale=scale, seed=7 + scale,
+                       n_resamples=args.resamples)
+        res += simulate(None, args.audits // 6, args.flip, {"ifeval.prompt_level_strict_acc": 0.2}, budget_share=0.0,
+                        scale=scale, seed=70 + scale, n_resamples=args.resamples)
+        print(_row(f"fixed {scale}× smoke", res))
+    res = simulate(None, args.audits // 2, args.flip, seed=8, n_resamples=args.resamples)
+    res += simulate(None, args.audits // 6, args.flip, {"ifeval.prompt_level_strict_acc": 0.2}, seed=80,
+                    n_resamples=args.resamples)
+    print(_row("smoke + adaptive rounds", res))
+    print()
+    print("Release policy (policies/release.yaml, non-inferiority: pass only when the whole interval is within the "
+          "margin), null adapters, fixed suites of k × smoke:")
+    print("| suite | audits | gate fails | inconclusive rules | items per audit |")
+    print("|---|---:|---:|---:|---:|")
+    release = str(Path(__file__).resolve().parents[1] / "policies" / "release.yaml")
+    for scale in (1, 2, 4, 8):
+        print(_row(f"fixed {scale}× smoke", simulate(release, max(20, args.audits // 8), args.flip, budget_share=0.0,
+                                                     scale=scale, seed=900 + scale, n_resamples=args.resamples)))
+    print(f"\n(flip rate {args.flip}, {args.resamples} resamples; {time.perf_counter() - t0:.0f} s)")
     return 0
 
 

@@ -112,8 +112,9 @@ def test_baseline_same_as_candidate_is_refused(tmp_path, cli):
 @pytest.mark.slow
 def test_mislabelled_adapter_is_a_label_mismatch(tmp_path):
     out = tmp_path / "terse"
+    # 16 items each leave DriftScore undecided (issue 19): the audit buys items until the mismatch is on evidence
     proc = audit(DEMO_ADAPTERS / "terse-instruct-r8", "--capability", "math", "--capability", "ifeval", "--limit", "16",
-                 "--out", out, "--quiet")
+                 "--budget", "96", "--out", out, "--quiet")
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout == "" and proc.stderr == ""  # --quiet: the exit code and the files carry the result
     r = json.loads((out / "results.json").read_text())
@@ -121,6 +122,8 @@ def test_mislabelled_adapter_is_a_label_mismatch(tmp_path):
     assert d["label"] == "instruction" and d["target_metric"] == "ifeval.prompt_level_strict_acc"
     assert d["mismatch"] and d["drift_score_pts"] > 15
     assert d["drift_score_pts"] == pytest.approx(d["off_target_gain_pts"] - d["target_gain_pts"])
+    (rule,) = [x for x in r["verdict"]["rules"] if x["rule"] == "nominal label: DriftScore"]
+    assert rule["decision"] == "fail" and rule["mode"] == "evidence" and d["ci_low_pts"] > 0  # the interval excludes 0
     html = (out / "report.html").read_text()
     assert "label mismatch" in html and "DriftScore" in html and "Verdict: FAIL" in html
 
@@ -154,11 +157,14 @@ def test_no_arguments():
 
 def test_report_on_wrong_schema(tmp_path):
     w = tmp_path / "w.json"
-    w.write_text('{"schema_version": 2, "hello": "world"}')
+    w.write_text('{"schema_version": "4", "hello": "world"}')
     assert_one_line_error(audit("report", w, "--out", tmp_path / "o"), str(w), "not an adapter-auditor results.json")
     w.write_text('{"schema_version": 3, "hello": "world"}')
     assert_one_line_error(audit("report", w, "--out", tmp_path / "o"), str(w),
-                          "does not match the results schema v3 at top level", "'verdict' is a required property")
+                          "written by an older adapter-auditor (schema_version 3, this one reads 4)")
+    w.write_text('{"schema_version": 4, "hello": "world"}')
+    assert_one_line_error(audit("report", w, "--out", tmp_path / "o"), str(w),
+                          "does not match the results schema v4 at top level", "'verdict' is a required property")
     assert not (tmp_path / "o").exists()
 
 

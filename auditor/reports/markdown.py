@@ -41,6 +41,17 @@ def render_summary_md(result: AuditResult, report_name: str = "report.html") -> 
     failing = failing_rules(result)
     if failing:
         lines += ["**Failing rules**", ""] + [f"- {md(r.rule)}: {md(r.reason)}" for r in failing] + [""]
+    open_rules = [r for r in v.rules if r.decision in ("inconclusive", "not_measurable")]
+    if open_rules:
+        lines += ["**Not decided**", ""] + [
+            f"- {md(r.rule)}: {'inconclusive' if r.decision == 'inconclusive' else 'not measurable on this base'}"
+            + (f" on {r.n_items} items" if r.n_items else "")
+            + (f" (about {r.items_to_decide} would likely decide it)" if r.items_to_decide else "") for r in open_rules] + [""]
+    rounds = result.run.rounds[1:]
+    if rounds:
+        added = ", ".join(f"+{n} {md(c)}" for rd in rounds for c, n in (rd.get("new_items") or {}).items())
+        lines += [f"Rounds: {len(rounds)} (undecided rules bought {added}; {result.run.budget.get('used_items', 0)} of "
+                  f"{result.run.budget.get('items', 0)} budget items).", ""]
     lines += _comparison_table(result.comparisons)
     if result.baseline:
         lines += ["", f"**Against the previous release** {md(Path(result.baseline.adapter.path).name)} "

@@ -1,0 +1,55 @@
+"""The adapter zoo (issue 18): every adapter loads and is inspected on the embedded base, its model card
+states its kind and intended effect in the suite's metric names, and the committed ground-truth table
+names only metrics the suites have; the weight-space pre-screen is computed for each."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from auditor.inspect import inspect_adapter
+from auditor.inspect.weight_space import weight_space
+from auditor.suite import load_suite, preset_metric_units
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from zoo import zoo  # noqa: E402
+
+ADAPTERS = zoo(include_scaled=False, include_shared=False)
+
+
+def test_the_zoo_has_every_kind_the_benchmark_needs():
+    kinds = [a.kind for a in ADAPTERS]
+    assert kinds.count("null") >= 3 and "good" in kinds and kinds.count("mislabelled") >= 2
+    groups = {m.split(".")[0] for a in ADAPTERS if a.kind == "regression" for m in a.intended}
+    # planted regressions in every group: CAN, WILL, HOW and the COND trigger probe
+    assert {"knowledge", "over_refusal", "verbosity", "format", "ifeval", "trigger", "abstention"} <= groups
+    assert all(a.strengths == (0.25, 0.5, 1.0) for a in ADAPTERS if a.kind == "regression")
+
+
+@pytest.mark.parametrize("a", ADAPTERS, ids=[a.name for a in ADAPTERS])
+def test_every_zoo_adapter_loads_with_its_intended_effect_in_suite_metrics(a, base_model):
+    info = inspect_adapter(a.path, base_model.path, base_model.name)
+    assert info.max_rank == 8 and not info.no_effect and info.nominal_label == a.label
+    assert (a.path / "adapter_model.safetensors").stat().st_size < 5 * 2**20
+    known = set(preset_metric_units())
+    assert set(a.intended) <= known, set(a.intended) - known
+    ws = weight_space(Path(info.weights_file), info.config, base_model.path, info.ranks)
+    assert len(ws.modules) == info.matched_modules and 0 < ws.relative_norm_mean < 1
+    assert all(1 <= m.effective_rank <= m.rank + 1e-6 and 0 <= m.intruders <= ws.top_k for m in ws.modules)
+
+
+def test_truth_table_names_only_metrics_the_suites_have():
+    table = json.loads((ROOT / "benchmarks" / "zoo_truth.json").read_text())
+    smoke = set(load_suite("smoke").all_metrics)
+    names = ({a.name for a in ADAPTERS} | {f"{a.name}-x{s:g}" for a in ADAPTERS for s in a.strengths if s != 1.0}
+             | {"medical-flashcards-ckpt500"})
+    assert table["adapters"], "the ground-truth table is empty"
+    for name, row in table["adapters"].items():
+        assert name in names, name
+        assert set(row["metrics"]) <= smoke, (name, set(row["metrics"]) - smoke)
+        for m, c in row["metrics"].items():
+            assert c["n"] > 0 and (c["ci"][0] is None or c["ci"][0] <= c["delta"] <= c["ci"][1] + 1e-9), (name, m)
