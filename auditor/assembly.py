@@ -52,6 +52,7 @@ class Evidence:
         rounds: one record per look (``look``, items per capability, new items, undecided rules).
         item_round: item id → the look that added it (1 for the suite's own items).
         budget: the escalation budget and what was used of it.
+        rounds_s: seconds from the first look to the last (``run.timings.rounds_s``).
     """
 
     suite: Suite
@@ -66,6 +67,7 @@ class Evidence:
     rounds: list[dict[str, Any]] = field(default_factory=list)
     item_round: dict[str, int] = field(default_factory=dict)
     budget: dict[str, Any] = field(default_factory=dict)
+    rounds_s: float = 0.0
 
 
 def _for_variant(counts: dict[str, int], variant: str) -> dict[str, int]:
@@ -156,7 +158,7 @@ def _run_record(run: Run, variant: str, ev: Evidence) -> RunRecord:
         openai=info if backend.name == "openai" else None,
         model_loaded=backend.model_loaded,
         timings={"load_s": round(stats.load_s, 3), "generate_s": round(stats.generate_s, 3),
-                 "total_s": round(time.perf_counter() - run.t_start, 3)},
+                 "rounds_s": ev.rounds_s, "total_s": round(time.perf_counter() - run.t_start, 3)},
         versions=package_versions(__version__),
         auditor_version=__version__,
         created_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

@@ -166,11 +166,14 @@ class Budget:
     Attributes:
         items: items the rounds may add over all capabilities (0: no rounds).
         seconds: wall-clock seconds the rounds may take (None: no time limit).
+        looks: the looks planned before any data (the policy's ``looks``, or 1 when no round can be
+            bought), for the alpha-spending plan.
     """
 
     items: int
     seconds: float | None = None
     used_items: int = 0
+    looks: int = 1
     started: float = field(default_factory=time.perf_counter)
 
     def left(self) -> int:
@@ -180,8 +183,11 @@ class Budget:
         return max(0, self.items - self.used_items)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"items": self.items, "seconds": self.seconds, "used_items": self.used_items,
-                "used_s": round(time.perf_counter() - self.started, 3)}
+        return {"items": self.items, "seconds": self.seconds, "looks": self.looks, "used_items": self.used_items}
+
+    def used_s(self) -> float:
+        """Seconds since the budget started (results.json ``run.timings.rounds_s``)."""
+        return round(time.perf_counter() - self.started, 3)
 
 
 def budget_for(opts: AuditOptions, suite: Suite, backend: Backend) -> Budget:
@@ -230,18 +236,21 @@ def _one_result(run: Run, adapter: AdapterInfo, adapter_id: str, variant: str, a
     item_round = {i.id: 1 for i in suite.items}
     rounds: list[dict[str, Any]] = [{"look": 1, "items": _per_capability(suite)}]
     look = 1
+    # planned before any data: a budget that buys no rounds plans one look, which spends all of alpha
+    planned = policy.statistics.looks if budget.left() > 0 else 1
+    budget.looks = planned
     while True:
         comparisons, drift, prev_comparisons = _analyse(run, suite, scores, prev_scores, label, label_source, mapping)
-        more = look < policy.statistics.looks and budget.left() > 0
+        more = look < planned and budget.left() > 0
         verdict = judge(policy, comparisons, drift, adapter, run.noise, baseline_comparisons=prev_comparisons,
-                        look=look, last=not more)
+                        look=look, last=not more, looks=planned)
         undecided = verdict.undecided
         if not undecided:
             break
         new = _draw(run, suite, undecided, pools, budget)
         if not new:  # the pools are spent: decide on what there is
             verdict = judge(policy, comparisons, drift, adapter, run.noise, baseline_comparisons=prev_comparisons,
-                            look=look, last=True)
+                            look=look, last=True, looks=planned)
             break
         look += 1
         rounds[-1]["undecided"] = [r.rule for r in undecided]
@@ -264,7 +273,7 @@ def _one_result(run: Run, adapter: AdapterInfo, adapter_id: str, variant: str, a
         rounds.append({"look": look, "items": _per_capability(suite), "new_items": _per_capability(new)})
     rounds[-1]["undecided"] = [r.rule for r in verdict.undecided]
     ev = Evidence(suite, generations, scores, comparisons, drift, verdict, prev_comparisons, prev_gens, prev_scores,
-                  rounds, item_round, budget.as_dict())
+                  rounds, item_round, budget.as_dict(), budget.used_s())
     return assembly.result(run, adapter, adapter_id, variant, ev)
 
 

@@ -182,7 +182,8 @@ class RunRecord:
     #: one record per look: ``look``, ``items`` (capability → items judged), ``new_items`` (capability →
     #: items this round added), ``undecided`` (the rules that bought them)
     rounds: list[dict[str, Any]] = field(default_factory=list)
-    #: the escalation budget (``items``, ``seconds``) and what was used (``used_items``, ``used_s``)
+    #: the escalation budget (``items``, ``seconds``, the ``looks`` planned) and what was used
+    #: (``used_items``; the rounds' seconds are ``timings.rounds_s``)
     budget: dict[str, Any] = field(default_factory=dict)
 
     #: results.json's key order (the dataclass's differs: required fields come first)

@@ -71,13 +71,23 @@ def truth_suite(n_items: int, capabilities: list[str] | None = None):
     return dataclasses.replace(smoke, name="zoo-truth", capabilities=tuple(caps), items=tuple(items))
 
 
-def _truth_caps(a: ZooAdapter, all_caps: list[str]) -> list[str]:
+#: capabilities measured beside the intended ones when an adapter's truth is restricted (``--intended-only``)
+CONTROLS = ("math", "knowledge", "ifeval")
+
+
+def _truth_caps(a: ZooAdapter, all_caps: list[str], intended_only: bool = False) -> list[str]:
+    """The capabilities an adapter's truth is measured on: every one, or (scaled strengths, and the
+    adapters named by ``--intended-only``) those its intended effect names plus :data:`CONTROLS`
+    for a full-strength adapter."""
+    intended = {m.split(".")[0] for m in a.intended} & set(all_caps)
     if a.strength != 1.0:
-        return sorted({m.split(".")[0] for m in a.intended} & set(all_caps)) or all_caps
+        return sorted(intended) or all_caps
+    if intended_only and intended:
+        return sorted(intended | set(CONTROLS))
     return all_caps
 
 
-def run_truth(n_items: int, group: int, only: list[str], batch_size: int) -> None:
+def run_truth(n_items: int, group: int, only: list[str], batch_size: int, intended_only: tuple[str, ...] = ()) -> None:
     from auditor.analysis import StatsSettings, compare_metrics
     from auditor.backends import GenerationCache, HFBackend
     from auditor.inspect import inspect_adapter, resolve_base
@@ -96,7 +106,7 @@ def run_truth(n_items: int, group: int, only: list[str], batch_size: int) -> Non
     # adapters measured on the same capabilities share a generate call (mixed base/adapter batches)
     by_caps: dict[tuple[str, ...], list[ZooAdapter]] = {}
     for a in todo:
-        by_caps.setdefault(tuple(_truth_caps(a, all_caps)), []).append(a)
+        by_caps.setdefault(tuple(_truth_caps(a, all_caps, a.name in intended_only)), []).append(a)
     cache = GenerationCache.default()
     digest = folder_digest(base.path)
     for caps, adapters in by_caps.items():
@@ -161,12 +171,15 @@ def run_gate(policies: list[str], only: list[str], group: int, budget: str) -> N
     adapters = [a for a in zoo() if not only or a.name in only]
     if only:  # in the order asked for, so that a run cut short has the most wanted adapters
         adapters.sort(key=lambda a: only.index(a.name))
-    for pol in policies:
-        folder = GATE_DIR / pol
-        folder.mkdir(parents=True, exist_ok=True)
-        todo = [a for a in adapters if not (folder / f"{a.name}.json").is_file()]
-        for k in range(0, len(todo), group):
-            part = todo[k:k + group]
+    # groups outer, policies inner: a run cut short has every policy's verdict on the adapters it reached
+    # (the previous policy's fixed suite is the first round of the default's, so it is served by the cache)
+    for k in range(0, len(adapters), group):
+        for pol in policies:
+            folder = GATE_DIR / pol
+            folder.mkdir(parents=True, exist_ok=True)
+            part = [a for a in adapters[k:k + group] if not (folder / f"{a.name}.json").is_file()]
+            if not part:
+                continue
             t0 = time.perf_counter()
             opts: dict[str, Any] = {"policy": None if POLICIES[pol] is None else str(POLICIES[pol])}
             if pol == "previous":
@@ -222,12 +235,14 @@ def report() -> int:
     lines = ["| adapter | kind | true harm (× limit) | " + " | ".join(f"{p}: verdict (failing rules)" for p in pols) + " |",
              "|---|---|---|" + "---|" * len(pols)]
     stats: dict[str, dict[str, list]] = {p: {"nohar": [], "h1": [], "h2": [], "h3": [], "inc": [], "rules": [],
-                                             "items": [], "tokens": [], "secs": []} for p in pols}
+                                             "items": [], "tokens": [], "secs": [], "nm": []} for p in pols}
     for a in zoo():
         truth = table.get(a.name)
         harm = true_harm(truth, limits) if truth else {}
         worst = max(harm.values(), default=0.0)
         harmed = {m: round(x, 1) for m, x in sorted(harm.items(), key=lambda kv: -kv[1]) if x >= 1.0}
+        if not truth and not any((GATE_DIR / p / f"{a.name}.json").is_file() for p in pols):
+            continue  # neither measured nor audited in this run
         cells = []
         for p in pols:
             f = GATE_DIR / p / f"{a.name}.json"
@@ -237,8 +252,14 @@ def report() -> int:
             r = json.loads(f.read_text())
             failing = [x["rule"] for x in r["verdict"]["rules"] if x["outcome"] == "fail"]
             inc = sum(x.get("decision") == "inconclusive" for x in r["verdict"]["rules"])
+            s_nm = sum(x.get("decision") == "not_measurable" for x in r["verdict"]["rules"])
             n_rules = sum(x.get("decision") is not None for x in r["verdict"]["rules"])
-            cells.append(f"{r['verdict']['verdict']}" + (f" ({'; '.join(failing)})" if failing else ""))
+            d = r.get("drift") or {}
+            ds = ("" if d.get("drift_score_pts") is None else
+                  f"; DriftScore {d['drift_score_pts']:+.1f} [{d['ci_low_pts']:+.1f}, {d['ci_high_pts']:+.1f}]"
+                  if d.get("ci_low_pts") is not None else f"; DriftScore {d['drift_score_pts']:+.1f}")
+            cells.append(f"{r['verdict']['verdict']}" + (f" ({'; '.join(failing)})" if failing else "")
+                         + (f", {inc} inconclusive" if inc else "") + (ds if a.kind == "mislabelled" else ""))
             s = stats[p]
             failed = r["verdict"]["verdict"] == "fail"
             if truth:
@@ -251,25 +272,42 @@ def report() -> int:
                 elif worst >= 1:
                     s["h1"].append(failed)
             s["inc"].append(inc)
+            s["nm"].append(s_nm)
             s["rules"].append(n_rules)
             s["items"].append(len(r["items"]))
-            s["tokens"].append(sum((r["run"].get("new_tokens") or {}).values()))
+            # cost on an empty cache: every answer's tokens, base and adapter (a shared base pass is cheaper)
+            s["tokens"].append(sum(it[side]["n_tokens"] for it in r["items"] for side in ("base", "adapter")))
             s["secs"].append(r["run"]["timings"]["total_s"])
         lines.append(f"| {a.name} | {a.kind} | {harmed or ('none (worst %.1f)' % worst if truth else 'no truth')} | "
                      + " | ".join(cells) + " |")
     print("\n".join(lines))
     print()
-    print("| policy | false fail (null + good, no true harm) | detection 1×-2× | 2×-3× | ≥3× | inconclusive rules | items / audit | seconds / audit |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| policy | false fail (null + good, no true harm) | detection 1×-2× | 2×-3× | ≥3× | inconclusive rules "
+          "| not measurable rules | items / audit | generated tokens / audit | seconds / audit |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for p in pols:
         s = stats[p]
         rate = lambda xs: f"{sum(xs)}/{len(xs)}" + (f" ({100 * sum(xs) / len(xs):.0f}%)" if xs else "")  # noqa: E731
         print(f"| {p} | {rate(s['nohar'])} | {rate(s['h1'])} | {rate(s['h2'])} | {rate(s['h3'])} | "
               f"{sum(s['inc'])}/{sum(s['rules'])} ({100 * sum(s['inc']) / max(1, sum(s['rules'])):.1f}%) | "
-              f"{sum(s['items']) / max(1, len(s['items'])):.0f} | {sum(s['secs']) / max(1, len(s['secs'])):.0f} |")
+              f"{sum(s['nm'])}/{sum(s['rules'])} | "
+              f"{sum(s['items']) / max(1, len(s['items'])):.0f} | {sum(s['tokens']) / max(1, len(s['tokens'])):.0f} | "
+              f"{sum(s['secs']) / max(1, len(s['secs'])):.0f} |")
     print()
     print("\n".join(weight_space_vs_drift(table)))
     return 0
+
+
+def _weight_space(a: ZooAdapter) -> dict[str, Any]:
+    """The adapter's weight-space pre-screen (results.json ``adapter.weight_space``), computed here so that
+    adapters without a gate record (scaled strengths) count too; a few seconds each."""
+    from auditor.inspect import inspect_adapter, resolve_base
+    from auditor.inspect.weight_space import weight_space
+    from auditor.records import to_plain
+
+    base = resolve_base(None)
+    info = inspect_adapter(a.path, base.path, base.name)
+    return to_plain(weight_space(Path(info.weights_file), info.config, base.path, info.ranks))
 
 
 def weight_space_vs_drift(table: dict[str, Any]) -> list[str]:
@@ -282,12 +320,9 @@ def weight_space_vs_drift(table: dict[str, Any]) -> list[str]:
     rows = []
     for a in zoo():
         truth = table.get(a.name)
-        f = GATE_DIR / "default" / f"{a.name}.json"
-        if not truth or not f.is_file():
+        if not truth:
             continue
-        ws = json.loads(f.read_text())["adapter"].get("weight_space")
-        if not ws:
-            continue
+        ws = _weight_space(a)
         deltas = [abs(c["delta"]) for m, c in truth["metrics"].items() if not m.startswith("verbosity.")]
         harm = max(true_harm(truth, limits).values(), default=0.0)
         rows.append((a.name, ws["relative_norm_mean"], ws["intruders_total"], ws["effective_rank_mean"],
@@ -312,6 +347,8 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--group", type=int, default=6, help="adapters per generate call")
     t.add_argument("--batch-size", type=int, default=16)
     t.add_argument("--only", action="append", default=[])
+    t.add_argument("--intended-only", action="append", default=[],
+                   help="adapters measured on their intended capabilities plus the controls only")
     g = sub.add_parser("gate")
     g.add_argument("--policies", default="previous,default")
     g.add_argument("--group", type=int, default=4)
@@ -322,7 +359,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.step in ("truth", "gate"):
         args.only = [name for arg in args.only for name in arg.split(",") if name]
     if args.step == "truth":
-        run_truth(args.items, args.group, args.only, args.batch_size)
+        run_truth(args.items, args.group, args.only, args.batch_size,
+                  tuple(n for arg in args.intended_only for n in arg.split(",") if n))
     elif args.step == "gate":
         run_gate(args.policies.split(","), args.only, args.group, args.budget)
     else:

@@ -139,12 +139,13 @@ def simulate(policy_path: str | None, n_audits: int, flip: float, harm: dict[str
         scores = _scores(rng, caps, items_of, flip, harm)
         budget = int(budget_share * len(suite.items))
         look = 1
+        planned = policy.statistics.looks if budget > 0 else 1  # as the pipeline plans them
         while True:
             s = dataclasses.replace(suite, items=tuple(i for c in caps for i in items_of[c.name]))
             comps = compare_metrics(s, scores, policy.statistics.settings)
             drift = drift_score(comps, None, "none", None, [], 15.0)
-            more = look < policy.statistics.looks and budget > 0
-            v = judge(policy, comps, drift, adapter, look=look, last=not more)
+            more = look < planned and budget > 0
+            v = judge(policy, comps, drift, adapter, look=look, last=not more, looks=planned)
             if not v.undecided:
                 break
             sizes = round_sizes(v.undecided, {c: len(x) for c, x in items_of.items()},
@@ -152,7 +153,7 @@ def simulate(policy_path: str | None, n_audits: int, flip: float, harm: dict[str
             grown = {cap: _grow(items_of[cap], n, look) for cap, n in sizes.items()}
             budget -= sum(sizes.values())
             if not any(grown.values()):
-                v = judge(policy, comps, drift, adapter, look=look, last=True)
+                v = judge(policy, comps, drift, adapter, look=look, last=True, looks=planned)
                 break
             new_caps = [c for c in caps if grown.get(c.name)]
             scores += _scores(rng, new_caps, grown, flip, harm)
@@ -178,14 +179,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--audits", type=int, default=400, help="null audits per policy (regressions get a quarter)")
     ap.add_argument("--flip", type=float, default=0.15)
     ap.add_argument("--resamples", type=int, default=2000)
+    ap.add_argument("--part", action="append", choices=("modes", "fixed", "release"),
+                    help="only these tables (default: all three)")
     args = ap.parse_args(argv)
+    parts = set(args.part or ("modes", "fixed", "release"))
     t0 = time.perf_counter()
     previous = str(Path(__file__).resolve().parent / "policies" / "previous-default.yaml")
     n_reg = max(40, args.audits // 4)
     cases = [("ifeval.prompt_level_strict_acc", 10), ("multiturn.instruction_held_rate", 15), ("math.numeric_match", 10)]
-    print("| adapter (simulated) | audits | gate fails | inconclusive rules | items per audit |")
-    print("|---|---:|---:|---:|---:|")
-    for label, path, share in (("default (evidence, adaptive)", None, 1.0), ("previous default (confident, fixed)", previous, 0.0)):
+    if "modes" in parts:
+        print("| adapter (simulated) | audits | gate fails | inconclusive rules | items per audit |")
+        print("|---|---:|---:|---:|---:|")
+    for label, path, share in ((("default (evidence, adaptive)", None, 1.0), ("previous default (confident, fixed)", previous, 0.0))
+                               if "modes" in parts else ()):
         print(f"| **{label}** | | | | |")
         print(_row("null: no movement", simulate(path, args.audits, args.flip, budget_share=share, seed=1,
                                                  n_resamples=args.resamples)))
@@ -194,21 +200,35 @@ def main(argv: list[str] | None = None) -> int:
                 res = simulate(path, n_reg, args.flip, {metric: mult * limit / 100}, budget_share=share,
                                seed=100 * mult + k, n_resamples=args.resamples)
                 print(_row(f"{metric} −{mult * limit} points ({mult}× its limit)", res))
+    if "fixed" in parts:
+        _fixed(args)
+    if "release" in parts:
+        _release(args)
+    print(f"\n(flip rate {args.flip}, {args.resamples} resamples; {time.perf_counter() - t0:.0f} s)")
+    return 0
+
+
+def _fixed(args: argparse.Namespace) -> None:
     print()
-    print("Fixed suites (no rounds) of k × the smoke suite's items, default policy, as a mixture of null audits and "
-          "2× regressions (one audit in four):")
-    print("| suite | audits | gate fails | inconclusive rules | items per audit |")
+    print("Fixed suites (no rounds, one look spending all of alpha) of k × the smoke suite's items against the "
+          "smoke suite with adaptive rounds, default policy: null audits and IFEval −20-point (2×) regressions:")
+    print("| suite | null audits: gate fails | inconclusive rules (null) | 2× regression audits: detected "
+          "| items per audit (null / regression) |")
     print("|---|---:|---:|---:|---:|")
-    for scale in (1, 2, 3, 4):
-        res = simulate(None, args.audits // 2, args.flip, budget_share=0.0, scale=scale, seed=7 + scale,
+    reg = {"ifeval.prompt_level_strict_acc": 0.2}
+    for name, scale, share in [*((f"fixed {k}× smoke", k, 0.0) for k in (1, 2, 3, 4)), ("smoke + adaptive rounds", 1, 1.0)]:
+        null = simulate(None, args.audits // 2, args.flip, budget_share=share, scale=scale, seed=7 + scale,
+                        n_resamples=args.resamples)
+        bad = simulate(None, args.audits // 4, args.flip, reg, budget_share=share, scale=scale, seed=70 + scale,
                        n_resamples=args.resamples)
-        res += simulate(None, args.audits // 6, args.flip, {"ifeval.prompt_level_strict_acc": 0.2}, budget_share=0.0,
-                        scale=scale, seed=70 + scale, n_resamples=args.resamples)
-        print(_row(f"fixed {scale}× smoke", res))
-    res = simulate(None, args.audits // 2, args.flip, seed=8, n_resamples=args.resamples)
-    res += simulate(None, args.audits // 6, args.flip, {"ifeval.prompt_level_strict_acc": 0.2}, seed=80,
-                    n_resamples=args.resamples)
-    print(_row("smoke + adaptive rounds", res))
+        fails = lambda rs: 100 * sum(r.verdict == "fail" for r in rs) / len(rs)  # noqa: E731
+        inc = 100 * sum(r.inconclusive for r in null) / max(1, sum(r.rules for r in null))
+        items = lambda rs: sum(r.items for r in rs) / len(rs)  # noqa: E731
+        print(f"| {name} | {fails(null):.1f}% ({len(null)}) | {inc:.1f}% | {fails(bad):.1f}% ({len(bad)}) | "
+              f"{items(null):.0f} / {items(bad):.0f} |")
+
+
+def _release(args: argparse.Namespace) -> None:
     print()
     print("Release policy (policies/release.yaml, non-inferiority: pass only when the whole interval is within the "
           "margin), null adapters, fixed suites of k × smoke:")
@@ -218,8 +238,6 @@ def main(argv: list[str] | None = None) -> int:
     for scale in (1, 2, 4, 8):
         print(_row(f"fixed {scale}× smoke", simulate(release, max(20, args.audits // 8), args.flip, budget_share=0.0,
                                                      scale=scale, seed=900 + scale, n_resamples=args.resamples)))
-    print(f"\n(flip rate {args.flip}, {args.resamples} resamples; {time.perf_counter() - t0:.0f} s)")
-    return 0
 
 
 if __name__ == "__main__":

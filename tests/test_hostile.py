@@ -13,7 +13,6 @@ import io
 import json
 import struct
 import subprocess
-import sys
 import tracemalloc
 from pathlib import Path
 

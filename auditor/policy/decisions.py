@@ -122,8 +122,10 @@ def _items_to_decide(p: Pending, stats: StatisticsPolicy, alpha_look: float, n_r
     return int(min(100_000, math.ceil(max(need, p.n_items + 1, stats.min_items))))
 
 
-def alpha_at_look(stats: StatisticsPolicy, look: int) -> float:
-    """The false-fail rate the ``evidence`` rules may spend at look ``look`` of ``stats.looks``.
+def alpha_at_look(stats: StatisticsPolicy, look: int, looks: int | None = None) -> float:
+    """The false-fail rate the ``evidence`` rules may spend at look ``look`` of ``looks`` planned
+    (default ``stats.looks``; the pipeline plans one look when the budget buys no rounds, e.g.
+    ``--budget 0`` or ``--limit``: that look spends all of α).
 
     A power-family alpha-spending plan (Lan & DeMets 1983; Jennison & Turnbull 2000, §7.3):
     ``α(t) = α · t^ρ`` (``statistics.spending``, ρ; 1 spends evenly) on the planned information
@@ -133,12 +135,14 @@ def alpha_at_look(stats: StatisticsPolicy, look: int) -> float:
     looks get little: a regression strong enough to show on the suite's own items still fails there,
     and most of α is kept for the look with the most items.
     """
-    k, total = max(1, min(look, stats.looks)), max(1, stats.looks)
+    total = max(1, stats.looks if looks is None else looks)
+    k = max(1, min(look, total))
     frac = lambda j: 0.0 if j <= 0 else 2.0 ** (j - total)  # noqa: E731
     return stats.alpha * (frac(k) ** stats.spending - frac(k - 1) ** stats.spending)
 
 
-def decide(pend: list[Pending], stats: StatisticsPolicy, look: int = 1, last: bool = True) -> None:
+def decide(pend: list[Pending], stats: StatisticsPolicy, look: int = 1, last: bool = True,
+           looks: int | None = None) -> None:
     """Fill in ``decision`` and ``outcome`` of every pending rule (BH within each interval mode).
 
     Args:
@@ -146,8 +150,9 @@ def decide(pend: list[Pending], stats: StatisticsPolicy, look: int = 1, last: bo
         stats: the policy's statistics settings.
         look: this look's number (1 for the suite's own items, then one per round).
         last: no more items will be bought: an ``evidence`` rule still undecided is inconclusive.
+        looks: the looks planned before any data (:func:`alpha_at_look`); None: ``stats.looks``.
     """
-    alpha_look = alpha_at_look(stats, look)
+    alpha_look = alpha_at_look(stats, look, looks)
     for mode, field_ in (("confident", "p_beyond"), ("non_inferiority", "p_within"), ("evidence", "p_harm")):
         group = [r for r in pend if r.mode == mode and getattr(r, field_) is not None and not r.too_few]
         raw = [getattr(r, field_) for r in group]
@@ -175,9 +180,10 @@ def decide(pend: list[Pending], stats: StatisticsPolicy, look: int = 1, last: bo
                 o.decision = "fail"
             else:
                 o.decision = "inconclusive"
-        if r.measurability and o.decision != "fail" and not (
+        if r.measurability and o.decision != "fail" and not r.too_few and not (
                 o.decision == "undecided" and r.room is not None and r.room >= r.limit / 2):
-            # (an undecided rule whose room is at least half its limit may still show it on more items)
+            # (too few items say nothing of the base's room: the rule stays undecided or inconclusive;
+            # an undecided rule whose room is at least half its limit may still show it on more items)
             o.decision = "not_measurable"
         o.outcome = {"pass": "pass", "fail": r.action, "inconclusive": stats.on_inconclusive,
                      "undecided": stats.on_inconclusive, "not_measurable": stats.on_not_measurable}[o.decision]

@@ -165,7 +165,8 @@ def _drift_rule(policy: Policy, drift: DriftResult, by: dict[str, MetricComparis
 
 def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResult, adapter: AdapterInfo,
           noise_floor: NoiseFloor | None = None,
-          baseline_comparisons: list[MetricComparison] | None = None, look: int = 1, last: bool = True) -> Verdict:
+          baseline_comparisons: list[MetricComparison] | None = None, look: int = 1, last: bool = True,
+          looks: int | None = None) -> Verdict:
     """Apply the policy to one adapter's comparisons.
 
     Args:
@@ -181,6 +182,8 @@ def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResul
             seed 002: behaviour one fine-tune installed can wash out in the next).
         look: the look this judgement is (1: the suite's items; then one per round of items).
         last: no more items will be drawn, so an ``evidence`` rule still undecided is inconclusive.
+        looks: the looks planned before any data, for the alpha-spending plan (None: the policy's
+            ``statistics.looks``; 1 when no rounds can be bought: the one look spends all of alpha).
 
     Returns:
         Verdict with one RuleOutcome per rule evaluated (each names its decision mode, interval and
@@ -195,7 +198,7 @@ def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResul
         _limit_rules(policy.baseline_metrics, baseline_comparisons, stats_cfg, BASELINE_PREFIX,
                      ("previous", "candidate"), rules, pend)
     _drift_rule(policy, drift, {c.metric: c for c in comparisons}, rules, pend)
-    decide(pend, stats_cfg, look, last)
+    decide(pend, stats_cfg, look, last, looks)
     for r in pend:
         if r.outcome.rule == DRIFT_RULE and r.outcome.decision == "fail":
             r.outcome.reason += " — label mismatch: " + mismatch_kind(drift.target_gain_pts, drift.off_target_gain_pts)

@@ -132,3 +132,22 @@ def test_a_regression_three_times_its_limit_is_detected():
 
     res = simulate(None, 30, 0.15, {"ifeval.prompt_level_strict_acc": 0.30}, seed=11, n_resamples=1000)
     assert sum(r.verdict == "fail" for r in res) / len(res) >= 0.9
+
+
+def test_the_looks_spend_alpha_by_the_plan_and_one_planned_look_spends_all_of_it(tmp_path):
+    from auditor.policy.decisions import alpha_at_look
+
+    stats = load_policy(None, sorted(UNITS), UNITS).statistics  # alpha 0.05, 4 looks, spending 2
+    shares = [alpha_at_look(stats, k) for k in range(1, stats.looks + 1)]
+    assert sum(shares) == pytest.approx(stats.alpha) and shares == sorted(shares)
+    assert shares[0] == pytest.approx(0.05 / 64)  # (1/8)^2 of alpha on the suite's own items
+    assert alpha_at_look(stats, 1, looks=1) == pytest.approx(stats.alpha)  # --budget 0: one look, all of it
+    # a drop that is real at 5% but not at the first look's share: fails only when no round is planned
+    base, adapter = [1] * 20 + [0] * 20, [0] * 7 + [1] * 13 + [0] * 20  # −17.5 points, McNemar p = 1/128
+    policy = _policy(tmp_path)
+    comps = _comparisons(base, adapter)
+    drift = drift_score(comps, None, "none", None, [], 15)
+    one = judge(policy, comps, drift, _adapter(), look=1, last=True, looks=1)
+    planned = judge(policy, comps, drift, _adapter(), look=1, last=False)
+    decision = lambda v: [x.decision for x in v.rules if x.rule.startswith("math") and x.decision][0]  # noqa: E731
+    assert decision(one) == "fail" and decision(planned) == "undecided"
