@@ -14,6 +14,8 @@ reaches its floor (0, or chance, :attr:`~auditor.records.MetricComparison.floor`
 
 from __future__ import annotations
 
+import math
+
 from ..records import MetricComparison
 
 
@@ -31,8 +33,10 @@ def room(c: MetricComparison, kind: str, pct: bool) -> float | None:
 
 def why_not_measurable(c: MetricComparison, kind: str, pct: bool, limit: float, unit: str) -> str:
     """One phrase saying why the base cannot show a movement of ``limit`` (``""`` when it can)."""
+    if c.base is None or not math.isfinite(c.base) or not c.n_items:
+        return ""  # nothing scored (e.g. no item had the metric): nothing to say of the base's room
     r = room(c, kind, pct)
-    if r is None or r >= limit:
+    if r is None or not math.isfinite(r) or r >= limit:
         return ""
     if c.is_fraction and c.aggregate == "mean" and c.unit == "fraction":
         hits = round(c.base * c.n_items)
