@@ -143,6 +143,17 @@ def run_truth(n_items: int, group: int, only: list[str], batch_size: int, intend
     write_truth_table(n_items)
 
 
+#: the commands that produced the committed table (2026-12-01, 2-core CPU, about 2 h of generation)
+TRUTH_COMMANDS = [
+    "python benchmarks/gate_accuracy.py truth --items 48 --group 7 --batch-size 24 --only json-break,lang-fr,"
+    "math-good,mc-collapse,no-abstain,null-selfdistill-a,null-selfdistill-b",
+    "python benchmarks/gate_accuracy.py truth --items 48 --group 1 --batch-size 16 --only refuse-harmless "
+    "--intended-only refuse-harmless",
+    "python benchmarks/gate_accuracy.py truth --items 24 --group 1 --batch-size 16 --only terse-instruct-r8",
+    "python benchmarks/gate_accuracy.py truth --items 24 --group 1 --batch-size 16 --only medical-flashcards-ckpt500",
+]
+
+
 def write_truth_table(n_items: int) -> None:
     """The committed ground-truth table: per adapter, per metric, Δ (points or the unit) with its CI."""
     rows = {}
@@ -157,9 +168,11 @@ def write_truth_table(n_items: int) -> None:
                         for c in rec["comparisons"]}}
     TRUTH_TABLE.write_text(json.dumps({
         "about": ("Ground truth of the adapter zoo (issue 18): each adapter's effect per metric on held-out pool "
-                  f"items (the last {n_items} of each capability's pool draw order, never the smoke suite's), "
-                  "delta = adapter - base in points (fractions x100) or the metric's unit, with its 95% paired "
-                  "bootstrap interval. Produced by `python benchmarks/gate_accuracy.py truth`."),
+                  "items (the last --items of each capability's pool draw order, never the smoke suite's or an "
+                  "audit round's), delta = adapter - base in points (fractions x100) or the metric's unit, with "
+                  "its 95% paired bootstrap interval; n_items is the adapter's total over its capabilities. "
+                  "Produced by `python benchmarks/gate_accuracy.py truth` (the commands below)."),
+        "commands": TRUTH_COMMANDS,
         "base": "HuggingFaceTB/SmolLM2-135M-Instruct (embedded GGUF, fp32), hf backend, greedy",
         "adapters": rows}, indent=1) + "\n")
 

@@ -37,6 +37,13 @@ def test_every_zoo_adapter_loads_with_its_intended_effect_in_suite_metrics(a, ba
     assert (a.path / "adapter_model.safetensors").stat().st_size < 5 * 2**20
     known = set(preset_metric_units())
     assert set(a.intended) <= known, set(a.intended) - known
+
+
+@pytest.mark.parametrize("name", ["null-selfdistill-a", "json-break"])
+def test_the_weight_space_pre_screen_of_zoo_adapters(name, base_model):
+    # two adapters only: the pre-screen takes an SVD per module (60 here), a few seconds each adapter
+    (a,) = [x for x in ADAPTERS if x.name == name]
+    info = inspect_adapter(a.path, base_model.path, base_model.name)
     ws = weight_space(Path(info.weights_file), info.config, base_model.path, info.ranks)
     assert len(ws.modules) == info.matched_modules and 0 < ws.relative_norm_mean < 1
     assert all(1 <= m.effective_rank <= m.rank + 1e-6 and 0 <= m.intruders <= ws.top_k for m in ws.modules)
