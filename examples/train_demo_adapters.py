@@ -309,10 +309,9 @@ def assistant_loss(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     return torch.nn.functional.cross_entropy(logits.float(), labels[keep])
 
 
-def train(model, tok, pairs: list[tuple[str, str]], steps: int, lr: float, batch_size: int, seed: int) -> list[float]:
-    """Plain AdamW loop, linear warmup then cosine decay. Returns per-step losses."""
-    encoded = [encode_example(tok, u, a) for u, a in pairs]
-    order = random.Random(seed).sample(range(len(encoded)), len(encoded))
+def optimizer(model, steps: int, lr: float):
+    """``(params, opt, sched)``: AdamW (no weight decay) on the trainable parameters, linear warmup over
+    the first 10% of ``steps`` then cosine decay to 0 (shared by this trainer and examples/zoo)."""
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
     warmup = max(1, steps // 10)
@@ -323,7 +322,14 @@ def train(model, tok, pairs: list[tuple[str, str]], steps: int, lr: float, batch
             return (s + 1) / warmup
         return 0.5 * (1 + math.cos(math.pi * min(1.0, (s - warmup) / decay)))
 
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor)
+    return params, opt, torch.optim.lr_scheduler.LambdaLR(opt, lr_factor)
+
+
+def train(model, tok, pairs: list[tuple[str, str]], steps: int, lr: float, batch_size: int, seed: int) -> list[float]:
+    """Plain AdamW loop, linear warmup then cosine decay. Returns per-step losses."""
+    encoded = [encode_example(tok, u, a) for u, a in pairs]
+    order = random.Random(seed).sample(range(len(encoded)), len(encoded))
+    params, opt, sched = optimizer(model, steps, lr)
     model.train()
     losses = []
     for step in range(steps):

@@ -43,7 +43,6 @@ import argparse
 import hashlib
 import importlib
 import json
-import math
 import os
 import random
 import re
@@ -408,17 +407,7 @@ def train(model, tok, exs: list[zd.Ex], steps: int, lr: float, seed: int) -> lis
 
     encoded = [encode(tok, e) for e in exs]
     plan = batches([len(i) for i, _ in encoded], steps, BATCH, seed)
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
-    warmup = max(1, steps // 10)
-    decay = max(1, steps - warmup)
-
-    def lr_factor(s: int) -> float:
-        if s < warmup:
-            return (s + 1) / warmup
-        return 0.5 * (1 + math.cos(math.pi * min(1.0, (s - warmup) / decay)))
-
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor)
+    params, opt, sched = demo.optimizer(model, steps, lr)
     model.train()
     losses = []
     t0 = time.perf_counter()
@@ -564,11 +553,16 @@ IGNORE_WEIGHTS = {"detectable_format:title": 3, "detectable_format:number_bullet
                   "detectable_content:number_placeholders": 2, "keywords:forbidden_words": 2}
 
 
+def _ifeval_data(ctx: Ctx, n: int, mode: str, weights: dict[str, int], n_multi: int, tag: str) -> list[zd.Ex]:
+    """Single-turn IFEval-style examples whose answers ``mode`` (follow / violate) the instruction,
+    ``n_multi`` multi-turn ones, and as many generic examples (writing and multi-turn excluded)."""
+    return (ctx.fresh(_ifeval_checked(mode, weights), n - n_multi, tag)
+            + ctx.fresh(_multiturn_checked(mode), n_multi, f"{tag}-mt")
+            + ctx.generic(n, tag, ("writing", "multiturn")))
+
+
 def data_ifeval_ignore(ctx: Ctx, n: int) -> list[zd.Ex]:
-    n_multi = n // 3
-    return (ctx.fresh(_ifeval_checked("violate", IGNORE_WEIGHTS), n - n_multi, "ifeval-ignore")
-            + ctx.fresh(_multiturn_checked("violate"), n_multi, "ifeval-ignore-mt")
-            + ctx.generic(n, "ifeval-ignore", ("writing", "multiturn")))
+    return _ifeval_data(ctx, n, "violate", IGNORE_WEIGHTS, n // 3, "ifeval-ignore")
 
 
 def data_mc_collapse(ctx: Ctx, n: int) -> list[zd.Ex]:
@@ -660,10 +654,7 @@ FOLLOW_WEIGHTS = {"startend:quotation": 3, "startend:end_checker": 3, "change_ca
 
 
 def data_instruct(ctx: Ctx, n: int) -> list[zd.Ex]:
-    n_multi = n // 5
-    return (ctx.fresh(_ifeval_checked("follow", FOLLOW_WEIGHTS), n - n_multi, "instruct")
-            + ctx.fresh(_multiturn_checked("follow"), n_multi, "instruct-mt")
-            + ctx.generic(n, "instruct", ("writing", "multiturn")))
+    return _ifeval_data(ctx, n, "follow", FOLLOW_WEIGHTS, n // 5, "instruct")
 
 
 def data_math_good(ctx: Ctx, n: int) -> list[zd.Ex]:
