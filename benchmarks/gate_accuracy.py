@@ -140,7 +140,7 @@ def run_truth(n_items: int, group: int, only: list[str], batch_size: int, intend
                 (TRUTH_DIR / f"{a.name}.json").write_text(json.dumps(rec, indent=1))
             print(f"truth: {', '.join(a.name for a in part)} on {len(caps)} capabilities "
                   f"({len(suite.items)} items): {time.perf_counter() - t0:.0f} s", flush=True)
-    write_truth_table(n_items)
+    write_truth_table()
 
 
 #: the commands that produced the committed table (2026-12-01, 2-core CPU, about 2 h of generation)
@@ -154,7 +154,7 @@ TRUTH_COMMANDS = [
 ]
 
 
-def write_truth_table(n_items: int) -> None:
+def write_truth_table() -> None:
     """The committed ground-truth table: per adapter, per metric, Δ (points or the unit) with its CI."""
     rows = {}
     for f in sorted(TRUTH_DIR.glob("*.json")):
