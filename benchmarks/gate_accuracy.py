@@ -166,6 +166,8 @@ def write_truth_table() -> None:
                                       "ci": [None if c["ci_low"] is None else round(c["ci_low"], 2),
                                              None if c["ci_high"] is None else round(c["ci_high"], 2)]}
                         for c in rec["comparisons"]}}
+    if not rows:  # a checkout without benchmarks/out/truth (it is not committed): keep the committed table
+        sys.exit(f"no truth records under {TRUTH_DIR}: {TRUTH_TABLE.name} left as it is")
     TRUTH_TABLE.write_text(json.dumps({
         "about": ("Ground truth of the adapter zoo (issue 18): each adapter's effect per metric on held-out pool "
                   "items (the last --items of each capability's pool draw order, never the smoke suite's or an "
