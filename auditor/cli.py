@@ -133,6 +133,9 @@ class _BatchSize(click.ParamType):
                    "dtype comes from --dtype; max_lora_rank and max_loras from the adapters.")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors (no progress, no summary); "
                                                   "the exit code and the report files carry the result.")
+@click.option("--verbose", "-v", is_flag=True,
+              help="Show the engine's own log lines (vLLM's); without it they go to a log file that an "
+                   "engine start failure names.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the results as JSON on stdout (one adapter: results.json's content; several: "
                    "{verdict, adapters: [...]}); progress and the summary go to stderr. Same as --format json.")
@@ -158,7 +161,7 @@ class _BatchSize(click.ParamType):
                    "$AUDITOR_MAX_ADAPTER_SIZE, else 4GiB).")
 def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, suite: str, label: str | None, limit: int | None,
             capabilities: tuple[str, ...], out: Path, batch_size: int | str, noise_floor: bool, no_cache: bool,
-            data_dir: str | None, quiet: bool, as_json: bool, fmt: str, baseline: str | None, backend: str,
+            data_dir: str | None, quiet: bool, verbose: bool, as_json: bool, fmt: str, baseline: str | None, backend: str,
             dtype: str, vllm_args: tuple[str, ...], endpoint: str | None, served_base: str | None,
             served_adapters: tuple[str, ...], concurrency: int, allow_bin: bool,
             max_adapter_size: str | None, budget: tuple[int | None, float | None]) -> None:
@@ -180,7 +183,7 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
 
     opts = AuditOptions(base=base, policy=policy, suite=suite, label=label, limit=limit,
                         capabilities=capabilities, batch_size=batch_size, noise_floor=noise_floor, data_dir=data_dir,
-                        cache=not no_cache, progress=not quiet, baseline=baseline, backend=backend, dtype=dtype,
+                        cache=not no_cache, progress=not quiet, verbose=verbose, baseline=baseline, backend=backend, dtype=dtype,
                         vllm_args=parse_engine_args(vllm_args), endpoint=endpoint, served_base=served_base,
                         served_adapters=served_adapters, concurrency=concurrency, allow_bin=allow_bin,
                         max_adapter_bytes=None if max_adapter_size is None
@@ -304,9 +307,9 @@ def main() -> None:
     """Console-script entry point: maps errors to one line and an exit code."""
     try:
         cli.main(standalone_mode=False)
-    except AuditInputError as e:
+    except AuditInputError as e:  # an engine that did not start for reasons of its own carries exit code 3
         console.print(f"[red]error:[/] {_t(e.one_line())}", soft_wrap=True)
-        sys.exit(EXIT_INPUT_ERROR)
+        sys.exit(getattr(e, "exit_code", EXIT_INPUT_ERROR))
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
     except click.ClickException as e:

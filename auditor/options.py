@@ -30,6 +30,8 @@ class AuditOptions:
     cache: bool = True
     #: show rich progress bars on stderr (``--quiet`` turns them off)
     progress: bool = True
+    #: ``--verbose``: show the engine's own log lines (vLLM's) instead of keeping them in a log file
+    verbose: bool = False
     #: a previously approved adapter to compare each candidate with as well (release-checklist mode)
     baseline: str | None = None
     #: ``auto`` (vllm when importable and a GPU is present, else hf), ``hf`` or ``vllm``

@@ -20,6 +20,7 @@ from .assembly import Evidence, Run
 from .analysis import compare_metrics, drift_score
 from .analysis.noise_floor import noise_floor
 from .backends import BACKENDS, Backend, GenerationCache, choose_backend, fall_back_for
+from .backends.vllm_setup import EngineStartError
 from .errors import AuditInputError
 from .inspect import bin_adapter_file, convert_bin_adapter, inspect_adapter, preflight_adapter, resolve_base
 from .inspect import hub
@@ -128,7 +129,21 @@ def run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print) 
     log(f"backend: {backend_name} ({backend_reason})")
     backend = BACKENDS[backend_name].create(opts, base, by_variant, infos, cache, base_digest, variants)
     backend.show_progress = opts.progress
-    generations = backend.generate(plan_requests(suite, ("base", *variants)))
+    try:
+        generations = backend.generate(plan_requests(suite, ("base", *variants)))
+    except EngineStartError as e:  # --backend auto: an engine that cannot start falls back to hf, as auto does
+        if opts.backend != "auto":  # for adapters vLLM cannot serve
+            raise
+        backend_name, backend_reason = "hf", f"auto: the vLLM engine did not start ({e.cause}), hf"
+        backend = BACKENDS["hf"].create(opts, base, by_variant, infos, cache, base_digest, variants)
+        backend.show_progress = opts.progress
+        backend.setup_warnings.append(backend_reason)
+        log(f"backend: hf ({escape(backend_reason)})")
+        generations = backend.generate(plan_requests(suite, ("base", *variants)))
+    for w in backend.setup_warnings:
+        log(f"[yellow]warning:[/] {escape(w)}")
+        for info in infos:
+            info.warnings.append(w)
     cs = cache.stats
     if cs.enabled:
         log(f"generation cache: {sum(cs.hits.values())} hits ("

@@ -93,6 +93,8 @@ class CachedBackend:
         t0 = time.perf_counter()
         #: rich progress bar on stderr while generating (the CLI's --quiet turns it off)
         self.show_progress = True
+        #: lines the engine's setup wants the user to see (the pipeline logs them and records them as warnings)
+        self.setup_warnings: list[str] = []
         self.base_path, self.dtype = Path(base_path), dtype
         self.adapters = {v: (Path(p), d) for v, (p, d) in (adapters or {}).items()}
         if "base" in self.adapters:

