@@ -88,7 +88,7 @@ class _BatchSize(click.ParamType):
 
 @cli.command("run")
 @click.argument("adapters", nargs=-1, required=True, type=click.Path(path_type=str))
-@click.option("--base", default=None, help="Base model: a local HF model folder or a hub id owner/name[@revision] "
+@click.option("--base", default=None, help="Base model: a local HF model folder or a hub id owner/name[@revision][:path/in/repo] "
                                             "(default: embedded SmolLM2-135M-Instruct).")
 @click.option("--policy", default=None, help="Policy YAML (default: policies/default.yaml).")
 @click.option("--suite", default="smoke", show_default=True, help="Suite preset name or manifest path.")
@@ -162,7 +162,7 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
             dtype: str, vllm_args: tuple[str, ...], endpoint: str | None, served_base: str | None,
             served_adapters: tuple[str, ...], concurrency: int, allow_bin: bool,
             max_adapter_size: str | None, budget: tuple[int | None, float | None]) -> None:
-    """Audit ADAPTERS (PEFT adapter folders, their adapter_model.safetensors, or hub ids owner/name[@revision]).
+    """Audit ADAPTERS (PEFT adapter folders, their adapter_model.safetensors, or hub ids owner/name[@revision][:path/in/repo]).
 
     Several adapters of the same base are audited against one base pass; each
     gets its own report in OUT/<adapter folder name>/ and OUT/index.html lists

@@ -55,7 +55,7 @@ def _given_adapters(opts: AuditOptions, adapters: tuple[str, ...]) -> tuple[tupl
     """The adapters (and ``--baseline``) as local folders: hub ids resolved to snapshots, ``--allow-bin``
     pickles converted in the cache. Returns (paths, hub record per path, user's .bin per converted path)."""
     given = (*adapters, opts.baseline) if opts.baseline else tuple(adapters)
-    # hub ids (owner/name[@revision]) become local snapshots; the resolved commit goes into results.json
+    # hub ids (owner/name[@revision][:path/in/repo]) become local snapshots; the resolved commit goes into results.json
     hub_refs = {a: hub.resolve(a, "adapter") for a in given if hub.looks_like_hub_id(a)}
     given = tuple(str(hub_refs[a].path) if a in hub_refs else a for a in given)
     hub_of = {str(ref.path): ref.as_dict() for ref in hub_refs.values()}
