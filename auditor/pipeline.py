@@ -23,6 +23,7 @@ from .backends import BACKENDS, Backend, GenerationCache, choose_backend, fall_b
 from .errors import AuditInputError
 from .inspect import bin_adapter_file, convert_bin_adapter, inspect_adapter, preflight_adapter, resolve_base
 from .inspect import hub
+from .inspect.chat_template import choose_templates
 from .inspect.weight_space import weight_space
 from .options import AuditOptions
 from .policy import judge, load_policy
@@ -115,6 +116,8 @@ def run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print) 
     variants = ["adapter"] if len(adapters) == 1 else [f"adapter{k}" for k in range(len(adapters))]
     if opts.baseline:
         variants.append("baseline")
+    # the chat template of each variant's prompts (checked now: a bad --chat-template FILE is refused before any model loads)
+    templates = choose_templates(opts.chat_template, base.path, dict(zip(variants, infos)))
     for info in infos:
         log(f"base: {escape(base.name)} ({escape(base.source)}); adapter: {escape(info.path)} ({'DoRA' if info.dora else 'LoRA'} "
             f"rank {info.max_rank}{f' (config r={info.r})' if info.max_rank != info.r else ''}, "
@@ -128,6 +131,7 @@ def run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print) 
     log(f"backend: {backend_name} ({backend_reason})")
     backend = BACKENDS[backend_name].create(opts, base, by_variant, infos, cache, base_digest, variants)
     backend.show_progress = opts.progress
+    backend.set_templates(templates)
     generations = backend.generate(plan_requests(suite, ("base", *variants)))
     cs = cache.stats
     if cs.enabled:
