@@ -56,7 +56,7 @@ def audit(adapter: str | Path, *, out: str | Path | None = None, log: Callable[[
 
     Args:
         adapter: a PEFT adapter folder, its ``adapter_model.safetensors``, or a hub id
-            ``owner/name[@revision]``.
+            ``owner/name[@revision][:path/in/repo]``.
         out: a folder to write the reports into (report.html, results.json, summary.md, junit.xml,
             results.sarif, checklist.md); None writes nothing.
         log: called with each progress line (rich markup); None prints nothing.

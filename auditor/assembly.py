@@ -16,6 +16,7 @@ from .records import (AdapterInfo, BaseModel, DriftResult, Generation, MetricCom
                       Verdict)
 from .results import (RESULTS_SCHEMA_VERSION, AdapterRecord, Answer, AuditResult, BaselineRecord, BaseRecord,
                       ItemRecord, PolicyRecord, RunRecord, StatisticsRecord, SuiteRecord)
+from .records.plain import to_plain
 from .util.hashing import canonical_sha256
 from .util.versions import package_versions
 
@@ -93,7 +94,7 @@ def result(run: Run, adapter: AdapterInfo, adapter_id: str, variant: str, ev: Ev
         policy=PolicyRecord(policy.path, policy.content, canonical_sha256(policy.content)),
         comparisons=ev.comparisons,
         drift=ev.drift,
-        items=_item_records(run, ev),
+        items=_item_records(run, variant, ev),
         noise_floor=run.noise,
         baseline=None if prev is None else BaselineRecord(
             AdapterRecord.of(prev[0], prev[1], run.hub_of.get(prev[0].path)), ev.baseline_comparisons or []),
@@ -102,8 +103,9 @@ def result(run: Run, adapter: AdapterInfo, adapter_id: str, variant: str, ev: Ev
     )
 
 
-def _item_records(run: Run, ev: Evidence) -> list[ItemRecord]:
-    """Every item with its rendered prompt and each variant's answer, scores and scorer detail."""
+def _item_records(run: Run, variant: str, ev: Evidence) -> list[ItemRecord]:
+    """Every item with its rendered prompt (each variant's where its template rendered another) and each
+    variant's answer, scores and scorer detail."""
     gen_of = {(g.item_id, g.variant): g for g in ev.generations}
     score_of = {(s.item_id, s.variant): s for s in ev.scores}
     prev_gen = {g.item_id: g for g in ev.baseline_generations}
@@ -113,10 +115,13 @@ def _item_records(run: Run, ev: Evidence) -> list[ItemRecord]:
         return Answer(g.text, g.n_tokens, s.values, s.detail)
 
     rows = []
+    others = {"adapter": variant, **({"baseline": "baseline"} if prev_gen else {})}
     for it in ev.suite.items:
+        prompt = run.backend.render(it, "base")
+        own = {name: p for name, v in others.items() if (p := run.backend.render(it, v)) != prompt}
         rows.append(ItemRecord(
-            id=it.id, capability=it.capability, group=it.group, prompt=it.prompt,
-            rendered_prompt=run.backend.render(it), messages=list(it.messages), max_new_tokens=it.max_new_tokens,
+            id=it.id, capability=it.capability, group=it.group, prompt=it.prompt, rendered_prompts=own or None,
+            rendered_prompt=prompt, messages=list(it.messages), max_new_tokens=it.max_new_tokens,
             target=it.target, meta=it.meta,
             base=answer(gen_of[(it.id, "base")], score_of[(it.id, "base")]),
             adapter=answer(gen_of[(it.id, "adapter")], score_of[(it.id, "adapter")]),
@@ -150,6 +155,7 @@ def _run_record(run: Run, variant: str, ev: Evidence) -> RunRecord:
         batch_sizes_used={str(k): v for k, v in sorted(stats.batch_sizes_used.items())},
         capabilities=[c.name for c in run.suite.capabilities],
         decoding="greedy",
+        prompts=_prompts_record(run, variant),
         new_tokens=_for_variant(stats.new_tokens, variant),
         generated=_for_variant(stats.generated, variant),
         cache=cache | {k: _for_variant(cache[k], variant) for k in ("hits", "misses")},
@@ -165,3 +171,13 @@ def _run_record(run: Run, variant: str, ev: Evidence) -> RunRecord:
         rounds=ev.rounds,
         budget=ev.budget,
     )
+
+
+def _prompts_record(run: Run, variant: str) -> dict[str, dict[str, str]] | None:
+    """``run.prompts``: per variant (``base``, ``adapter``, ``baseline``), the chat template and the tokenizer
+    that rendered its prompts (None when the backend was given no templates)."""
+    templates = run.backend.templates
+    if not templates:
+        return None
+    names = {"base": "base", "adapter": variant, **({"baseline": "baseline"} if run.baseline else {})}
+    return {name: to_plain(templates.get(v, templates["base"])) for name, v in names.items()}

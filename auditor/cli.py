@@ -88,7 +88,7 @@ class _BatchSize(click.ParamType):
 
 @cli.command("run")
 @click.argument("adapters", nargs=-1, required=True, type=click.Path(path_type=str))
-@click.option("--base", default=None, help="Base model: a local HF model folder or a hub id owner/name[@revision] "
+@click.option("--base", default=None, help="Base model: a local HF model folder or a hub id owner/name[@revision][:path/in/repo] "
                                             "(default: embedded SmolLM2-135M-Instruct).")
 @click.option("--policy", default=None, help="Policy YAML (default: policies/default.yaml).")
 @click.option("--suite", default="smoke", show_default=True, help="Suite preset name or manifest path.")
@@ -146,6 +146,10 @@ class _BatchSize(click.ParamType):
 @click.option("--baseline", default=None, type=click.Path(path_type=str),
               help="Release-checklist mode: also compare each adapter with this previously approved adapter, "
                    "judged by the policy's `baseline:` limits (rules 'vs previous release: ...').")
+@click.option("--chat-template", "chat_template", default="adapter", show_default=True, metavar="base|adapter|FILE",
+              help="The chat template of each variant's prompts: adapter (the base with the base's template, each "
+                   "adapter with the one its folder ships when that differs, as it was trained and deploys), base "
+                   "(every variant with the base's: paired prompts identical), or a Jinja template FILE for all.")
 @click.option("--allow-bin", is_flag=True,
               help="Accept a pickle adapter_model.bin (refused by default): it is loaded with "
                    "torch.load(weights_only=True), which loads tensors only and runs no code, converted to "
@@ -164,8 +168,8 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
             data_dir: str | None, quiet: bool, verbose: bool, as_json: bool, fmt: str, baseline: str | None, backend: str,
             dtype: str, vllm_args: tuple[str, ...], endpoint: str | None, served_base: str | None,
             served_adapters: tuple[str, ...], concurrency: int, allow_bin: bool,
-            max_adapter_size: str | None, budget: tuple[int | None, float | None]) -> None:
-    """Audit ADAPTERS (PEFT adapter folders, their adapter_model.safetensors, or hub ids owner/name[@revision]).
+            max_adapter_size: str | None, budget: tuple[int | None, float | None], chat_template: str) -> None:
+    """Audit ADAPTERS (PEFT adapter folders, their adapter_model.safetensors, or hub ids owner/name[@revision][:path/in/repo]).
 
     Several adapters of the same base are audited against one base pass; each
     gets its own report in OUT/<adapter folder name>/ and OUT/index.html lists
@@ -188,7 +192,7 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
                         served_adapters=served_adapters, concurrency=concurrency, allow_bin=allow_bin,
                         max_adapter_bytes=None if max_adapter_size is None
                         else parse_size(max_adapter_size, "--max-adapter-size"),
-                        budget_items=budget[0], budget_seconds=budget[1])
+                        budget_items=budget[0], budget_seconds=budget[1], chat_template=chat_template)
     fmt = "json" if as_json else fmt
     if quiet:  # third-party tqdm bars too (transformers' GGUF conversion on a first run, weight loading);
         # tqdm reads TQDM_* when it is first imported, which happens later, with transformers

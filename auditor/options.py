@@ -32,6 +32,9 @@ class AuditOptions:
     progress: bool = True
     #: ``--verbose``: show the engine's own log lines (vLLM's) instead of keeping them in a log file
     verbose: bool = False
+    #: ``--chat-template``: ``adapter`` (each adapter variant with the template it ships when that differs from
+    #: the base's), ``base`` (every variant with the base's) or a Jinja template file (every variant with it)
+    chat_template: str = "adapter"
     #: a previously approved adapter to compare each candidate with as well (release-checklist mode)
     baseline: str | None = None
     #: ``auto`` (vllm when importable and a GPU is present, else hf), ``hf`` or ``vllm``

@@ -24,6 +24,7 @@ from .backends.vllm_setup import EngineStartError
 from .errors import AuditInputError
 from .inspect import bin_adapter_file, convert_bin_adapter, inspect_adapter, preflight_adapter, resolve_base
 from .inspect import hub
+from .inspect.chat_template import choose_templates
 from .inspect.weight_space import weight_space
 from .options import AuditOptions
 from .policy import judge, load_policy
@@ -56,7 +57,7 @@ def _given_adapters(opts: AuditOptions, adapters: tuple[str, ...]) -> tuple[tupl
     """The adapters (and ``--baseline``) as local folders: hub ids resolved to snapshots, ``--allow-bin``
     pickles converted in the cache. Returns (paths, hub record per path, user's .bin per converted path)."""
     given = (*adapters, opts.baseline) if opts.baseline else tuple(adapters)
-    # hub ids (owner/name[@revision]) become local snapshots; the resolved commit goes into results.json
+    # hub ids (owner/name[@revision][:path/in/repo]) become local snapshots; the resolved commit goes into results.json
     hub_refs = {a: hub.resolve(a, "adapter") for a in given if hub.looks_like_hub_id(a)}
     given = tuple(str(hub_refs[a].path) if a in hub_refs else a for a in given)
     hub_of = {str(ref.path): ref.as_dict() for ref in hub_refs.values()}
@@ -116,6 +117,8 @@ def run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print) 
     variants = ["adapter"] if len(adapters) == 1 else [f"adapter{k}" for k in range(len(adapters))]
     if opts.baseline:
         variants.append("baseline")
+    # the chat template of each variant's prompts (checked now: a bad --chat-template FILE is refused before any model loads)
+    templates = choose_templates(opts.chat_template, base.path, dict(zip(variants, infos)))
     for info in infos:
         log(f"base: {escape(base.name)} ({escape(base.source)}); adapter: {escape(info.path)} ({'DoRA' if info.dora else 'LoRA'} "
             f"rank {info.max_rank}{f' (config r={info.r})' if info.max_rank != info.r else ''}, "
@@ -129,6 +132,7 @@ def run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print) 
     log(f"backend: {backend_name} ({backend_reason})")
     backend = BACKENDS[backend_name].create(opts, base, by_variant, infos, cache, base_digest, variants)
     backend.show_progress = opts.progress
+    backend.set_templates(templates)
     try:
         generations = backend.generate(plan_requests(suite, ("base", *variants)))
     except EngineStartError as e:  # --backend auto: an engine that cannot start falls back to hf, as auto does
@@ -137,6 +141,7 @@ def run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print) 
         backend_name, backend_reason = "hf", f"auto: the vLLM engine did not start ({e.cause}), hf"
         backend = BACKENDS["hf"].create(opts, base, by_variant, infos, cache, base_digest, variants)
         backend.show_progress = opts.progress
+        backend.set_templates(templates)
         backend.setup_warnings.append(backend_reason)
         log(f"backend: hf ({escape(backend_reason)})")
         generations = backend.generate(plan_requests(suite, ("base", *variants)))

@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .records import AdapterInfo, DriftResult, MetricComparison, NoiseFloor, Verdict, WeightSpace
+from .records import AdapterInfo, DriftResult, MetricComparison, NoiseFloor, TokenizerFiles, Verdict, WeightSpace
 from .records.plain import from_plain, to_plain
 
 #: results.json's ``schema_version`` (the shipped schema's version)
-RESULTS_SCHEMA_VERSION = 4
+RESULTS_SCHEMA_VERSION = 5
 
 _OMIT = {"omit_none": True}
 
@@ -50,6 +50,7 @@ class AdapterRecord:
     hub: dict | None = None
     declared_base_status: str | None = field(default=None, metadata=_OMIT)
     weight_space: WeightSpace | None = None
+    tokenizer_files: TokenizerFiles | None = None
 
     @classmethod
     def of(cls, info: AdapterInfo, digest: str, hub: dict | None) -> "AdapterRecord":
@@ -105,7 +106,9 @@ class Answer:
 
 @dataclass
 class ItemRecord:
-    """``items[]``: one item, its rendered prompt and each variant's answer."""
+    """``items[]``: one item, its rendered prompt (the base variant's) and each variant's answer;
+    ``rendered_prompts`` holds the prompt of each other variant (``adapter``, ``baseline``) whose chat
+    template rendered it differently (absent when every variant saw ``rendered_prompt``)."""
 
     id: str
     capability: str
@@ -121,6 +124,7 @@ class ItemRecord:
     baseline: Answer | None = field(default=None, metadata=_OMIT)
     #: the look that added the item: 1 for the suite's own items, then one per round of items
     round: int = 1
+    rendered_prompts: dict[str, str] | None = field(default=None, metadata=_OMIT)
 
 
 @dataclass
@@ -158,7 +162,9 @@ class RunRecord:
     """``run``: backend and settings, token and cache counters, timings (seconds), versions.
 
     ``vllm`` / ``openai`` hold the backend's own record (:meth:`auditor.backends.Backend.run_info`)
-    and are present only for that backend."""
+    and are present only for that backend. ``prompts`` names, per variant (``base``, ``adapter``,
+    ``baseline``), the chat template and tokenizer that rendered its prompts
+    (:class:`~auditor.records.PromptTemplate`)."""
 
     backend: str
     dtype: str
@@ -179,6 +185,7 @@ class RunRecord:
     vllm: dict[str, Any] | None = field(default=None, metadata=_OMIT)
     openai: dict[str, Any] | None = field(default=None, metadata=_OMIT)
     model_loaded: bool | None = field(default=None, metadata=_OMIT)
+    prompts: dict[str, dict[str, str]] | None = field(default=None, metadata=_OMIT)
     #: one record per look: ``look``, ``items`` (capability → items judged), ``new_items`` (capability →
     #: items this round added), ``undecided`` (the rules that bought them)
     rounds: list[dict[str, Any]] = field(default_factory=list)
@@ -188,7 +195,7 @@ class RunRecord:
 
     #: results.json's key order (the dataclass's differs: required fields come first)
     ORDER = ("backend", "backend_reason", "dtype", "batch_size", "limit", "batch_sizes_used", "capabilities",
-             "decoding", "new_tokens", "generated", "cache", "adapters_in_run", "vllm", "openai", "model_loaded",
+             "decoding", "prompts", "new_tokens", "generated", "cache", "adapters_in_run", "vllm", "openai", "model_loaded",
              "rounds", "budget", "timings", "versions", "auditor_version", "created_at")
 
 

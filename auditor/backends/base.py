@@ -3,7 +3,7 @@
 :class:`Backend` is the protocol: render an item with the base's chat template, generate a list of
 requests (reading and writing the generation cache), report the settings that key the cache and
 what results.json records of the run. :class:`CachedBackend` implements what all three backends
-share (tokenizer and chat template, so every backend sees the same rendered prompt; the cache
+share (tokenizer and each variant's chat template, so every backend sees the same rendered prompt; the cache
 lookup and write; the stats) and the class-level hooks the pipeline calls before any model loads
 (:meth:`CachedBackend.check_options`, :meth:`CachedBackend.check_adapter`,
 :meth:`CachedBackend.create`). Subclasses load their engine lazily (``model``) and generate.
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..records import AdapterConfig, AdapterInfo, AdapterTensor, BaseModel, Generation, Item, Request
+from ..records import AdapterConfig, AdapterInfo, AdapterTensor, BaseModel, Generation, Item, PromptTemplate, Request
 from .cache import GenerationCache, generation_key
 
 if TYPE_CHECKING:
@@ -51,6 +51,7 @@ class Backend(Protocol):
         cache: the generation cache it reads and writes.
         batch_size: items per call, or ``"auto"``.
         show_progress: rich progress bars on stderr.
+        templates: variant → the chat template its prompts are rendered with (:meth:`set_templates`).
     """
 
     name: str
@@ -58,13 +59,17 @@ class Backend(Protocol):
     cache: GenerationCache
     batch_size: int | str
     show_progress: bool
+    templates: dict[str, PromptTemplate]
 
     @property
     def model_loaded(self) -> bool:
         """Whether a model (or engine, or client) was loaded: a fully cached audit loads none."""
 
-    def render(self, item: Item) -> str:
-        """The exact prompt string the model sees (the base's chat template applied)."""
+    def render(self, item: Item, variant: str = "base") -> str:
+        """The exact prompt string the model sees for one variant (its chat template applied)."""
+
+    def set_templates(self, templates: dict[str, PromptTemplate]) -> None:
+        """The chat template of each variant (:func:`auditor.inspect.chat_template.choose_templates`)."""
 
     def settings(self) -> dict:
         """Generation settings and backend versions: part of every cache key."""
@@ -108,6 +113,8 @@ class CachedBackend:
         self.batch_size = batch_size
         self.cache = cache if cache is not None else GenerationCache(None)
         self.base_digest = base_digest
+        #: variant → the chat template its prompts are rendered with (none set: the base tokenizer's own)
+        self.templates: dict[str, PromptTemplate] = {}
 
     @property
     def model_loaded(self) -> bool:
@@ -131,9 +138,17 @@ class CachedBackend:
         """Generation settings and backend versions: part of every cache key."""
         raise NotImplementedError
 
-    def render(self, item: Item) -> str:
-        """The exact prompt string the model sees (chat template applied)."""
-        return self.tokenizer.apply_chat_template(list(item.messages), tokenize=False, add_generation_prompt=True)
+    def render(self, item: Item, variant: str = "base") -> str:
+        """The exact prompt string the model sees for one variant: its chat template (:attr:`templates`,
+        else the base tokenizer's own) applied with a generation prompt."""
+        tpl = self.templates.get(variant) or self.templates.get("base")
+        return self.tokenizer.apply_chat_template(list(item.messages), chat_template=tpl.text if tpl else None,
+                                                  tokenize=False, add_generation_prompt=True)
+
+    def set_templates(self, templates: dict[str, PromptTemplate]) -> None:
+        """The chat template of each variant (:func:`auditor.inspect.chat_template.choose_templates`);
+        a variant left out is rendered with the base's."""
+        self.templates = dict(templates)
 
     def run_info(self, variant: str) -> dict[str, Any] | None:
         """What results.json records under ``run.<name>`` for one adapter variant (None: nothing)."""
@@ -173,7 +188,8 @@ class CachedBackend:
         return self.tokenizer.decode(row[:n], skip_special_tokens=True), n
 
     def _lookup(self, requests: list[Request], use_cache: bool) -> "_Pending":
-        """Render every item, look every request up in the cache; what misses is left to generate.
+        """Render every item for each variant asking it (``rendered[(item id, variant)]``), look every
+        request up in the cache; what misses is left to generate.
 
         Raises:
             ValueError: an adapter request was given but no adapter is loaded.
@@ -182,8 +198,7 @@ class CachedBackend:
         unknown = [v for v in variants if v != "base" and v not in self.adapters]
         if unknown:
             raise ValueError(f"no adapter loaded for variant {unknown[0]!r}")
-        items = list({r.item.id: r.item for r in requests}.values())
-        rendered = {it.id: self.render(it) for it in items}
+        rendered = {(r.item.id, r.variant): self.render(r.item, r.variant) for r in requests}
         p = _Pending(variants, rendered, self.cache if use_cache else GenerationCache(None))
         settings = self.settings()
         for r in requests:
@@ -192,7 +207,7 @@ class CachedBackend:
             key = generation_key(base=self.base_digest,
                                  adapter=None if r.variant == "base" else self.adapters[r.variant][1],
                                  messages=r.item.messages, max_new_tokens=r.item.max_new_tokens,
-                                 rendered=rendered[r.item.id], settings=settings)
+                                 rendered=rendered[(r.item.id, r.variant)], settings=settings)
             p.keys[(r.item.id, r.variant)] = key
             hit = p.cache.get(key, r.variant)
             if hit is not None:
@@ -221,7 +236,8 @@ class _Pending:
     """One ``generate`` call's bookkeeping: answers so far, cache keys, and what is left per variant."""
 
     variants: list[str]
-    rendered: dict[str, str]
+    #: (item id, variant) → the prompt string
+    rendered: dict[tuple[str, str], str]
     cache: GenerationCache
     results: dict[tuple[str, str], Generation] = field(default_factory=dict)
     keys: dict[tuple[str, str], str] = field(default_factory=dict)

@@ -2,7 +2,7 @@
 
 Loads the base once, attaches the adapter with ``PeftModel.from_pretrained`` and produces the base
 variant with the adapter disabled (``disable_adapter()``). Decoding is greedy; prompts are rendered
-with the base's chat template and batched with left padding. On the CPU the base and adapter
+with each variant's chat template (:mod:`auditor.inspect.chat_template`) and batched with left padding. On the CPU the base and adapter
 requests of an item are generated in the same ``generate`` call (peft's mixed-adapter batches), so
 the paired comparison is not confounded by padding and the weights are read once per step for both.
 """
@@ -288,8 +288,9 @@ class HFBackend(CachedBackend):
         # so base and adapter answers of an item come from the same generate call (same padding)
         todo_items = list({it.id: it for v in variants for it in todo[v]}.values())
         missing = {v: {it.id for it in todo[v]} for v in variants}
-        plen = {it.id: len(self.tokenizer(rendered[it.id], add_special_tokens=False)["input_ids"])
-                for it in todo_items}
+        # an item's length for batching: its longest prompt (variants may have their own chat template)
+        plen = {it.id: max(len(self.tokenizer(rendered[(it.id, v)], add_special_tokens=False)["input_ids"])
+                           for v in variants if it.id in missing[v]) for it in todo_items}
         self.model  # load before the clock starts: generate_s is generation only
         t0 = time.perf_counter()
         with self._progress() as progress:
@@ -298,7 +299,7 @@ class HFBackend(CachedBackend):
             size = self._batch_size_for(plen, sum(1 for v in variants if missing[v]))
             for batch in _batches(todo_items, size, plen, split_small):
                 rows = [(it, v) for v in variants for it in batch if it.id in missing[v]]
-                outs = self._generate_rows(rows, [rendered[it.id] for it, _ in rows])
+                outs = self._generate_rows(rows, [rendered[(it.id, v)] for it, v in rows])
                 for (it, variant), (text, n) in zip(rows, outs):
                     self._record(p, it, variant, text, n)
                 progress.advance(task, len(rows))

@@ -4,7 +4,7 @@ For bases that do not fit the machine the audit runs on: any server that
 speaks the OpenAI completions API and serves the base and every adapter under
 a name, e.g. ``vllm serve BASE --enable-lora --lora-modules name=path``. The
 base variant is requested with the base's served name, each adapter with its
-own. Prompts are the base's chat template rendered locally exactly as the
+own. Prompts are each variant's chat template rendered locally exactly as the
 other backends render it, sent as **token ids** (no second tokenization on
 the server, no BOS added), decoded greedily (``temperature=0``) with the
 item's ``max_new_tokens``.
@@ -178,7 +178,8 @@ class OpenAIBackend(CachedBackend):
         if p.n_todo == 0:
             return p.ordered(requests)
         rows = [(it, v) for v in p.variants for it in p.todo[v]]
-        token_ids = {it.id: self.tokenizer(p.rendered[it.id], add_special_tokens=False)["input_ids"] for it, _ in rows}
+        token_ids = {(it.id, v): self.tokenizer(p.rendered[(it.id, v)], add_special_tokens=False)["input_ids"]
+                     for it, v in rows}
         self.model
         t0 = time.perf_counter()
         workers = 1 if split_small else self.concurrency
@@ -186,7 +187,7 @@ class OpenAIBackend(CachedBackend):
         try:
             with self._progress() as progress:
                 task = progress.add_task(f"openai · {len(rows)} requests", total=len(rows))
-                futures = {pool.submit(self._complete, it, v, token_ids[it.id]): (it, v) for it, v in rows}
+                futures = {pool.submit(self._complete, it, v, token_ids[(it.id, v)]): (it, v) for it, v in rows}
                 for fut in as_completed(futures):  # each answer is cached as it arrives
                     it, v = futures[fut]
                     text, n = fut.result()

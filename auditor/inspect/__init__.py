@@ -8,6 +8,8 @@
 * :mod:`.tensors`: the adapter's tensors matched to the base's modules;
 * :mod:`.declared_base`: ``base_model_name_or_path`` against the audited base;
 * :mod:`.model_card`: the nominal label in the model card;
+* :mod:`.tokenizer_files`: the tokenizer files an adapter ships, against the base's tokenizer;
+* :mod:`.chat_template`: which chat template renders each variant's prompts (``--chat-template``);
 * :mod:`.adapter`: :func:`preflight_adapter` and :func:`inspect_adapter`, in that order;
 * :mod:`.base_model` and :mod:`.hub`: the base model (embedded default, local folder, hub id)
   and hub ids of adapters.

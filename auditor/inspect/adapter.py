@@ -22,6 +22,7 @@ from .peft_config import read_config
 from .safetensors_header import check_magic, read_tensors, scan_values
 from .tensors import (DORA_BACKENDS, FOREIGN_MODULES, PEFT_PREFIX, check_dora, check_full_copies,
                       check_names_match, classify_tensors, target_present)
+from .tokenizer_files import inspect_tokenizer_files, tokenizer_warnings
 
 
 def preflight_adapter(arg: str | Path, max_bytes: int | None = None
@@ -59,7 +60,7 @@ def inspect_adapter(arg: str | Path, base_path: Path, base_name: str, max_bytes:
             tensors that match no base module (with matched/total counts and
             the prefix fix), shapes that do not fit the base, a full
             ``lm_head``/``embed_tokens`` copy of another vocabulary size,
-            partial or misshapen DoRA magnitudes.
+            partial or misshapen DoRA magnitudes, a tokenizer file that cannot be read.
     """
     folder, weights, cfg, tensors = preflight_adapter(arg, max_bytes)
     base_shapes = base_linear_shapes(base_path)
@@ -135,6 +136,8 @@ def inspect_adapter(arg: str | Path, base_path: Path, base_name: str, max_bytes:
     label, card_problem = model_card_label(folder)
     if card_problem:
         warnings.append(card_problem)
+    tokenizer_files = inspect_tokenizer_files(folder, base_path)
+    warnings.extend(tokenizer_warnings(tokenizer_files, base_path))
 
     return AdapterInfo(
         path=str(folder),
@@ -156,4 +159,5 @@ def inspect_adapter(arg: str | Path, base_path: Path, base_name: str, max_bytes:
         declared_base_status=base_status,
         declared_base_note=base_warnings[0] if base_warnings else "",
         config=cfg,
+        tokenizer_files=tokenizer_files,
     )

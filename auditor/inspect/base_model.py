@@ -124,7 +124,7 @@ def resolve_base(base: str | None) -> BaseModel:
 
     Args:
         base: ``None`` for the embedded default, a local HF model folder, or a
-            hub id ``owner/name[@revision]`` (:mod:`auditor.inspect.hub`).
+            hub id ``owner/name[@revision][:path/in/repo]`` (:mod:`auditor.inspect.hub`).
 
     Raises:
         AuditInputError: the folder is missing or has no ``config.json``, or
@@ -144,7 +144,7 @@ def resolve_base(base: str | None) -> BaseModel:
     ref = hub.resolve(base, "base") if hub.looks_like_hub_id(base) else None
     path = ref.path if ref else Path(base).expanduser()
     if not path.is_dir():
-        raise AuditInputError(base, "--base must be a local Hugging Face model folder or a hub id (owner/name[@revision])")
+        raise AuditInputError(base, "--base must be a local Hugging Face model folder or a hub id (owner/name[@revision][:path/in/repo])")
     cfg = path / "config.json"
     if not cfg.is_file():
         raise AuditInputError(path, "no config.json: not a Hugging Face model folder")
@@ -156,6 +156,6 @@ def resolve_base(base: str | None) -> BaseModel:
     if not isinstance(name, str) or not name.strip():
         name = str(path.resolve())  # the folder records no model name: its path stands in (see auditor.inspect.declared_base)
     if ref:
-        return BaseModel(ref.repo_id, path.resolve(), f"hub:{ref.repo_id}@{ref.revision}", folder_digest(path),
+        return BaseModel(ref.repo_id, path.resolve(), f"hub:{ref.repo_id}@{ref.revision}" + (f":{ref.subfolder}" if ref.subfolder else ""), folder_digest(path),
                          ref.as_dict())
     return BaseModel(str(name) if name else str(path), path.resolve(), "local", folder_digest(path))

@@ -155,6 +155,77 @@ class WeightSpace:
     skipped: list[str] = field(default_factory=list)
 
 
+#: ``TokenizerFiles.chat_template``: ``none`` (the adapter ships no template), ``identical`` (the same text as
+#: the base's, surrounding whitespace aside), ``differs``, ``invalid`` (not a template Jinja can compile)
+TEMPLATE_STATUSES = ("none", "identical", "differs", "invalid")
+#: ``TokenizerFiles.vocabulary``: ``none`` (no vocabulary or added tokens shipped), ``identical`` (every token the
+#: adapter's files name has the base's id), ``differs``
+VOCABULARY_STATUSES = ("none", "identical", "differs")
+
+
+@dataclass
+class TokenizerFiles:
+    """The tokenizer files an adapter folder ships, compared with the base's tokenizer
+    (:mod:`auditor.inspect.tokenizer_files`; results.json ``adapter.tokenizer_files``).
+
+    Attributes:
+        files: the tokenizer files present (``tokenizer_config.json``, ``tokenizer.json``,
+            ``special_tokens_map.json``, ``chat_template.jinja``, ...), in name order.
+        chat_template: :data:`TEMPLATE_STATUSES`.
+        template_file: the file the adapter's template was read from (as transformers reads it:
+            ``chat_template.jinja``, else ``chat_template.json``, else ``tokenizer_config.json``), or None.
+        template_sha256, base_template_sha256: sha256 (hex) of the adapter's and the base's template text.
+        template_error: why an ``invalid`` template does not compile ("" otherwise).
+        vocabulary: :data:`VOCABULARY_STATUSES`.
+        vocab_size, base_vocab_size: tokens (added tokens included) of the adapter's tokenizer (counted from
+            ``tokenizer.json`` / ``vocab.json``, else the ``vocab_size`` its config declares; None when neither)
+            and of the base's.
+        added_tokens: added tokens the adapter's files list (``added_tokens_decoder``, ``added_tokens.json``,
+            ``tokenizer.json``'s ``added_tokens``).
+        new_tokens: tokens of the adapter's files that the base lacks or holds at another id (``"<tok>"`` or
+            ``"<tok>@<id>"``), at most 20.
+        special_tokens: special tokens (bos, eos, pad, unk) the adapter names differently: name → [adapter's, base's].
+        template_text: the adapter's template itself (not written to results.json).
+    """
+
+    files: list[str] = field(default_factory=list)
+    chat_template: str = "none"
+    template_file: str | None = None
+    template_sha256: str | None = None
+    base_template_sha256: str | None = None
+    template_error: str = ""
+    vocabulary: str = "none"
+    vocab_size: int | None = None
+    base_vocab_size: int = 0
+    added_tokens: int = 0
+    new_tokens: list[str] = field(default_factory=list)
+    special_tokens: dict[str, list[str | None]] = field(default_factory=dict)
+    template_text: str | None = field(default=None, repr=False, compare=False, metadata={"plain": False})
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """The chat template and tokenizer that render one variant's prompts (results.json ``run.prompts.<variant>``).
+
+    Attributes:
+        chat_template: ``base`` (the base's own), ``adapter`` (the one the adapter ships) or
+            ``file:<path>`` (``--chat-template FILE``).
+        template_file: the file the template was read from.
+        template_sha256: sha256 (hex) of the template text.
+        tokenizer: ``base``: the vocabulary that encodes the prompt (the base's tokenizer; the model's
+            embeddings are the base's).
+        tokenizer_path: the folder that tokenizer was loaded from.
+        text: the template (not written to results.json).
+    """
+
+    chat_template: str
+    template_file: str
+    template_sha256: str
+    tokenizer: str = "base"
+    tokenizer_path: str = ""
+    text: str = field(default="", repr=False, compare=False, metadata={"plain": False})
+
+
 #: ``AdapterInfo.declared_base_status``: ``match`` (the declared base names the audited one),
 #: ``none`` (no base_model_name_or_path), ``local_folder`` (a folder on the training machine whose
 #: name matches), ``unknown`` (the audited base folder records no name), ``mismatch`` (another model)
@@ -187,6 +258,7 @@ class AdapterInfo:
         declared_base_note: the warning that goes with the status ("" for ``match``).
         config: the parsed ``adapter_config.json``. Not written to results.json.
         weight_space: the weight-space pre-screen (:mod:`auditor.inspect.weight_space`), or None.
+        tokenizer_files: the tokenizer files the folder ships against the base's (:class:`TokenizerFiles`).
     """
 
     path: str
@@ -209,6 +281,7 @@ class AdapterInfo:
     declared_base_note: str = field(default="", compare=False, metadata={"plain": False})
     config: AdapterConfig | None = field(default=None, repr=False, compare=False, metadata={"plain": False})
     weight_space: "WeightSpace | None" = field(default=None, compare=False)
+    tokenizer_files: TokenizerFiles | None = field(default=None, compare=False)
 
     @property
     def max_rank(self) -> int:

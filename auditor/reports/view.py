@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..records import MetricComparison, RuleOutcome
+from ..records import MetricComparison, RuleOutcome, TokenizerFiles
 from ..results import AuditResult, ItemRecord
 from ..scorers import SCORERS
 from ..util.text import strip_controls
@@ -228,7 +228,36 @@ def adapter_card(result: AuditResult) -> dict[str, Any]:
         by_rank[int(rank)] = by_rank.get(int(rank), 0) + 1
     declared, audited = a.declared_base, result.base.name
     return {"ranks": sorted(by_rank.items()), "size_mib": a.size_bytes / 2**20,
-            "base_match": None if not declared else declared == audited, "audited_base": audited}
+            "base_match": None if not declared else declared == audited, "audited_base": audited,
+            "tokenizer": tokenizer_lines(a.tokenizer_files), "prompts": prompt_lines(result.run.prompts)}
+
+
+def tokenizer_lines(t: TokenizerFiles | None) -> list[str]:
+    """The adapter card's "tokenizer files" row: what the folder ships and how it compares with the base's."""
+    if t is None or not t.files:
+        return ["none (the base's tokenizer and chat template serve the adapter)"]
+    out = [", ".join(t.files)]
+    out.append({"none": "chat template: none shipped",
+                "identical": f"chat template ({t.template_file}): identical to the base's",
+                "differs": f"chat template ({t.template_file}): differs from the base's "
+                           f"(sha256 {(t.template_sha256 or '')[:12]}… vs {(t.base_template_sha256 or '')[:12]}…)",
+                "invalid": f"chat template ({t.template_file}): {t.template_error}"}[t.chat_template])
+    size = f"{t.vocab_size} tokens" if t.vocab_size is not None else "size not stated"
+    vocab_file = any(f in t.files for f in ("tokenizer.json", "vocab.json", "tokenizer.model"))
+    extent = "" if vocab_file else " (no vocabulary file: its added tokens and declared size only)"
+    out.append({"none": "vocabulary: none shipped",
+                "identical": f"vocabulary: identical to the base's ({size}, {t.added_tokens} added tokens){extent}",
+                "differs": f"vocabulary: differs from the base's ({size} vs {t.base_vocab_size}; "
+                           f"{', '.join(t.new_tokens[:8]) or 'same tokens'} not at the base's ids){extent}"}[t.vocabulary])
+    out += [f"{name}: {mine!r} (the base's: {base!r})" for name, (mine, base) in sorted(t.special_tokens.items())]
+    return out
+
+
+def prompt_lines(prompts: dict[str, dict[str, str]] | None) -> list[str]:
+    """The adapter card's "prompts" row: per variant, the chat template and tokenizer that rendered them."""
+    return [f"{variant}: chat template {p['chat_template']} ({p['template_file']}, sha256 "
+            f"{p['template_sha256'][:12]}…), tokenizer {p.get('tokenizer', 'base')}"
+            for variant, p in (prompts or {}).items()]
 
 
 def limit_note(limit: int) -> str:

@@ -606,6 +606,23 @@ def test_audit_command_passes_every_audit_input_through(monkeypatch):
         gha.audit_command(["a"], "out")
 
 
+def test_hub_subfolder_ids_pass_through_the_adapters_and_baseline_inputs(monkeypatch, tmp_path):
+    """``owner/name@rev:path/in/repo`` is no glob and no workspace path: the action hands it to ``audit`` as
+    given (which resolves it, auditor.inspect.hub), for adapters, --baseline and --base alike."""
+    from auditor.ci import gha
+
+    ids = gha.split_adapter_input("acme/medai@v2:run-5epochs/checkpoint-500\nadapters/*")
+    (tmp_path / "adapters" / "a").mkdir(parents=True)
+    (tmp_path / "adapters" / "a" / "adapter_config.json").write_text("{}")
+    assert gha.expand_adapters(ids, tmp_path) == ["acme/medai@v2:run-5epochs/checkpoint-500", "adapters/a"]
+    monkeypatch.setenv("GATE_BASELINE", "acme/medai:run-5epochs/checkpoint-250")
+    monkeypatch.setenv("GATE_BASE_MODEL", "acme/bases@main:smollm2-135m")
+    cmd = gha.audit_command(["acme/medai@v2:run-5epochs/checkpoint-500"], "out")
+    assert cmd[cmd.index("--baseline") + 1] == "acme/medai:run-5epochs/checkpoint-250"
+    assert cmd[cmd.index("--base") + 1] == "acme/bases@main:smollm2-135m"
+    assert cmd[-2:] == ["--", "acme/medai@v2:run-5epochs/checkpoint-500"]
+
+
 @pytest.mark.parametrize("fault,needle,blames_permissions", [
     (lambda: urllib.error.URLError(ConnectionRefusedError(111, "Connection refused")),
      "(URLError: [Errno 111] Connection refused); the GitHub API at http://127.0.0.1:9/api could not be reached", False),

@@ -45,7 +45,7 @@ def _results():
                       "adapter": {"text": "adapter " + HOSTILE, "n_tokens": 3, "scores": {"numeric_match": a},
                                   "detail": {}}})
     return {
-        "schema_version": 4,
+        "schema_version": 5,
         "verdict": {"verdict": "fail", "warnings": [HOSTILE],
                     "rules": [{"rule": "math.numeric_match: max drop", "outcome": "fail", "reason": "r " + HOSTILE,
                                "value": 1, "limit": 0, "mode": "point", "decision": "fail", "ci": [-10.0, 70.0],
