@@ -25,7 +25,7 @@ from .errors import AuditInputError
 from .inspect import bin_adapter_file, convert_bin_adapter, inspect_adapter, preflight_adapter, resolve_base
 from .inspect import hub
 from .inspect.chat_template import choose_templates
-from .inspect.weight_space import weight_space
+from .inspect.weight_space import cached_weight_space
 from .options import AuditOptions
 from .policy import judge, load_policy
 from .records import (AdapterInfo, DriftResult, Generation, Item, MetricComparison, RuleOutcome, Score, Suite)
@@ -106,7 +106,9 @@ def run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print) 
     base = resolve_base(opts.base)
     infos = [inspect_adapter(a, base.path, base.name, opts.max_adapter_bytes) for a in given]
     for info in infos:  # the weight-space pre-screen: seconds, from the tensors, before any generation
-        info.weight_space = weight_space(Path(info.weights_file), info.config, base.path, info.ranks)
+        # cached by content whatever --no-cache says (that is the generation cache): a pure function of the files
+        info.weight_space = cached_weight_space(Path(info.weights_file), info.config, base.path, info.ranks,
+                                                folder_digest(base.path))
     for a, info in zip(given, infos):
         if a in converted:
             info.warnings.append(f"pickle adapter {converted[a]} loaded with torch.load(weights_only=True) "

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from auditor.inspect import inspect_adapter
-from auditor.inspect.weight_space import weight_space
+from auditor.inspect.weight_space import CACHE_FOLDER, cached_weight_space
 from auditor.suite import load_suite, preset_metric_units
+from auditor.util.hashing import folder_digest
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -44,9 +45,32 @@ def test_the_weight_space_pre_screen_of_zoo_adapters(name, base_model):
     # two adapters only: the pre-screen takes an SVD per module (60 here), a few seconds each adapter
     (a,) = [x for x in ADAPTERS if x.name == name]
     info = inspect_adapter(a.path, base_model.path, base_model.name)
-    ws = weight_space(Path(info.weights_file), info.config, base_model.path, info.ranks)
+    # through the session's cache (the next test reads it back)
+    ws = cached_weight_space(Path(info.weights_file), info.config, base_model.path, info.ranks,
+                             folder_digest(base_model.path))
     assert len(ws.modules) == info.matched_modules and 0 < ws.relative_norm_mean < 1
     assert all(1 <= m.effective_rank <= m.rank + 1e-6 and 0 <= m.intruders <= ws.top_k for m in ws.modules)
+
+
+def test_the_weight_space_pre_screen_is_cached_by_content(base_model, monkeypatch):
+    """A second audit of the same adapter on the same base reads the pre-screen back: same numbers, no SVD."""
+    from auditor.inspect import weight_space as ws_module
+    from auditor.util.files import cache_dir
+
+    (a,) = [x for x in ADAPTERS if x.name == "json-break"]
+    info = inspect_adapter(a.path, base_model.path, base_model.name)
+    args = (Path(info.weights_file), info.config, base_model.path, info.ranks, folder_digest(base_model.path))
+    first = cached_weight_space(*args)  # computed here, or by the test above in this session
+    assert list((cache_dir() / CACHE_FOLDER).glob("*.json"))
+
+    def no_svd(*a, **k):
+        raise AssertionError("recomputed although cached")
+    monkeypatch.setattr(ws_module, "weight_space", no_svd)
+    assert cached_weight_space(*args) == first
+    with pytest.raises(AssertionError, match="recomputed"):  # another base digest: another entry
+        cached_weight_space(*args[:4], "0" * 64)
+    with pytest.raises(AssertionError, match="recomputed"):  # --no-cache: computed, nothing read
+        cached_weight_space(*args, enabled=False)
 
 
 def test_truth_table_names_only_metrics_the_suites_have():

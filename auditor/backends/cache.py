@@ -175,11 +175,11 @@ def cache_info(root: Path | None = None) -> dict[str, Any]:
 
 
 def clear_cache(root: Path | None = None, everything: bool = False) -> dict[str, int]:
-    """Delete the generation entries (and with ``everything`` the whole cache:
+    """Delete the generation entries and weight-space pre-screens (and with ``everything`` the whole cache:
     converted base models, file-hash memos, NLTK data). Returns removed counts and bytes."""
     root = Path(root) if root is not None else cache_dir()
     if not everything:
-        targets = [root / GENERATIONS, root / _FILEHASHES]
+        targets = [root / GENERATIONS, root / _FILEHASHES, root / "weight_space"]  # + the pre-screens
     else:
         targets = [p for p in root.iterdir() if not p.name.endswith(".lock")] if root.is_dir() else []
     removed_files, removed_bytes = 0, 0

@@ -26,6 +26,7 @@ says which server and names answered.
 
 from __future__ import annotations
 
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -160,9 +161,8 @@ class OpenAIBackend(CachedBackend):
             raise AuditInputError(self.endpoint, f"the server stopped answering ({_cause(e)}); the answers "
                                                  "received so far are in the cache") from None
         except openai.APIStatusError as e:
-            raise AuditInputError(self.endpoint, f"the server refused a completion for {item.id} "
-                                                 f"({variant}, model {self.served[variant][0]!r}): HTTP "
-                                                 f"{e.status_code}") from None
+            raise AuditInputError(self.endpoint, server_refusal(e, item.id, variant, self.served[variant][0],
+                                                                len(token_ids), item.max_new_tokens)) from None
         text = r.choices[0].text or ""
         n = r.usage.completion_tokens if r.usage is not None else len(self.tokenizer(text)["input_ids"])
         return text, int(n)
@@ -202,6 +202,30 @@ class OpenAIBackend(CachedBackend):
         """What results.json records of the server (``run.openai``)."""
         return {"endpoint": self.endpoint, "served": {v: {"name": n, "root": r} for v, (n, r) in self.served.items()},
                 "concurrency": self.concurrency, "timeout_s": self.timeout_s, "max_retries": self.max_retries}
+
+
+#: what a server says when a prompt does not fit its context (vLLM, TGI, llama.cpp, OpenAI)
+_CONTEXT = re.compile(r"maximum context length|max_model_len|context length|context window|too long|"
+                      r"exceeds? the (?:model's )?(?:maximum|context)", re.IGNORECASE)
+#: what it says when the requested model is not (or no longer) loaded
+_NOT_SERVED = re.compile(r"does not exist|not found|no such model|not loaded|unknown model", re.IGNORECASE)
+
+
+def server_refusal(e: Any, item_id: str, variant: str, model: str, prompt_tokens: int, max_tokens: int) -> str:
+    """One line for a completion the server refused (an ``openai.APIStatusError``): the server's own
+    message, and for the two refusals met most, what to do: a prompt longer than the server's context
+    (start it with a larger ``--max-model-len``) and a model that is not loaded (any more)."""
+    body = getattr(e, "body", None)
+    said = body.get("message") if isinstance(body, dict) else body if isinstance(body, str) else None
+    said = " ".join(str(said or getattr(e, "message", "") or "").split())[:240]
+    what = f"the server refused a completion for {item_id} ({variant}, model {model!r}): HTTP {e.status_code}"
+    if _CONTEXT.search(said):
+        return (f"{what}: the prompt ({prompt_tokens} tokens) and max_tokens={max_tokens} do not fit the server's "
+                f"context ({said}); restart the server with a larger --max-model-len")
+    if e.status_code == 404 or _NOT_SERVED.search(said):
+        return (f"{what}: model {model!r} is not loaded on the server ({said}); it listed it when the audit "
+                "started: check that the server still serves it (vLLM: --lora-modules / --served-model-name)")
+    return f"{what}: {said}" if said else what
 
 
 def _api_key() -> str:

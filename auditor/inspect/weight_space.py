@@ -126,3 +126,37 @@ def weight_space(weights: Path, cfg: AdapterConfig, base_path: Path, ranks: dict
         out.intruders_total = sum(m.intruders for m in out.modules)
         out.intruders_per_module = out.intruders_total / n
     return out
+
+
+#: the cache folder of pre-screens (under :func:`auditor.util.files.cache_dir`); bump the version when
+#: the computation changes
+CACHE_FOLDER, CACHE_VERSION = "weight_space", 1
+
+
+def cached_weight_space(weights: Path, cfg: AdapterConfig, base_path: Path, ranks: dict[str, int],
+                        base_digest: str, enabled: bool = True) -> WeightSpace:
+    """:func:`weight_space`, kept in the cache folder by content: the adapter's weights file (sha256),
+    its config, the base's folder digest and the settings key one JSON file. An audit of the same
+    adapter on the same base reads it back instead of recomputing (seconds of SVDs per adapter).
+    ``enabled=False`` (``--no-cache``) computes it without reading or writing the cache."""
+    import dataclasses
+
+    from ..util.files import atomic_write, cache_dir
+    from ..util.hashing import canonical_sha256, sha256_file
+
+    if not enabled:
+        return weight_space(weights, cfg, base_path, ranks)
+    key = canonical_sha256({"version": CACHE_VERSION, "adapter": sha256_file(weights), "config": repr(cfg),
+                            "base": base_digest, "ranks": ranks, "top_k": TOP_K, "epsilon": EPSILON})
+    path = cache_dir() / CACHE_FOLDER / f"{key}.json"
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+        d["modules"] = [ModuleWeightSpace(**m) for m in d["modules"]]
+        return WeightSpace(**d)
+    except (OSError, ValueError, TypeError, KeyError):  # absent, or written by another layout: recompute
+        pass
+    ws = weight_space(weights, cfg, base_path, ranks)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, json.dumps(dataclasses.asdict(ws), sort_keys=True).encode("utf-8"))
+    return ws
+

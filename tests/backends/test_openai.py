@@ -131,3 +131,29 @@ def test_audit_through_a_real_vllm_server(vllm_server, tmp_path):
     _one_line(_audit([MATH, "--backend", "openai", "--endpoint", vllm_server, *WORKLOAD, "--no-cache",
                       "--quiet", "--out", tmp_path / "x"]), str(MATH), "adapter is not served",
               "looked for 'math-arith-r8'")
+
+
+@pytest.mark.slow
+def test_server_side_refusals_are_one_line_with_the_servers_reason(vllm_server, base_model):
+    """Errors that only the first request shows (issue 21): a prompt longer than the server's context
+    (the fixture's server has --max-model-len 2048) and a model it does not have loaded. The requests
+    reach the real server; the line carries its own message and the knob to turn."""
+    from auditor.records import Item
+
+    backend = OpenAIBackend(base_model.path, {"adapter": (TERSE, "a" * 64)}, endpoint=vllm_server,
+                            served_names={"adapter": "terse"}, max_retries=0)
+    backend.model  # reads the model list: base and adapter are served
+    item = Item(id="math/long", capability="math", group="CAN", messages=({"role": "user", "content": "x"},),
+                max_new_tokens=16, target={"answer": 0})
+    with pytest.raises(AuditInputError) as e:
+        backend._complete(item, "base", [28] * 3000)  # 3,000 prompt tokens > 2,048
+    line = e.value.one_line()
+    assert line.startswith(f"{vllm_server}: the server refused a completion for math/long (base, model 'smollm2'): "
+                           "HTTP 400: the prompt (3000 tokens) and max_tokens=16 do not fit the server's context")
+    assert "restart the server with a larger --max-model-len" in line and "\n" not in line
+    backend.served["adapter"] = ("terse-unloaded", None)  # as if the server dropped the LoRA after listing it
+    with pytest.raises(AuditInputError) as e:
+        backend._complete(item, "adapter", [28] * 8)
+    line = e.value.one_line()
+    assert "HTTP 404: model 'terse-unloaded' is not loaded on the server (" in line, line
+    assert "--lora-modules" in line
