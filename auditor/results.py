@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .records import AdapterInfo, DriftResult, MetricComparison, NoiseFloor, TokenizerFiles, Verdict, WeightSpace
+from .records import (AdapterInfo, DriftResult, MetricComparison, NoiseFloor, TokenizerFiles, Verdict, VocabResize,
+                      WeightSpace)
 from .records.plain import from_plain, to_plain
 
 #: results.json's ``schema_version`` (the shipped schema's version)
@@ -51,6 +52,7 @@ class AdapterRecord:
     declared_base_status: str | None = field(default=None, metadata=_OMIT)
     weight_space: WeightSpace | None = None
     tokenizer_files: TokenizerFiles | None = None
+    vocab_resize: VocabResize | None = None
 
     @classmethod
     def of(cls, info: AdapterInfo, digest: str, hub: dict | None) -> "AdapterRecord":

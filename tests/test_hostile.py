@@ -306,24 +306,32 @@ def test_dora_runs_on_the_hf_backend_even_when_the_config_denies_it(tmp_path, ba
 
 
 # ---- 8. modules_to_save with another vocabulary -----------------------------------------------------------------
+# (a real adapter trained with added tokens: tests/inspect/test_added_tokens.py)
 
 
 @pytest.mark.parametrize("module", ["lm_head", "model.embed_tokens"])
-def test_modules_to_save_with_another_vocabulary(cli, tmp_path, module):
+def test_resized_rows_without_a_tokenizer_are_refused(cli, tmp_path, module):
     name = f"base_model.model.{module}.weight"
     a = write_adapter(tmp_path / "a", layers=1, config={"modules_to_save": [module.rsplit(".", 1)[-1]]})
     _edit_tensors(a, lambda t: t.update({name: torch.zeros(49_216, HIDDEN, dtype=torch.float16)}))
     assert_one_line_error(
         cli(a, "--out", tmp_path / "o"), "adapter_model.safetensors",
-        f"{name} (modules_to_save) is a full copy of {module} with a vocabulary of 49,216 tokens, but the base "
-        f"(HuggingFaceTB/SmolLM2-135M-Instruct) has {VOCAB:,}: the adapter was trained with a resized tokenizer")
+        f"the adapter saves 49,216 embedding rows (the base has {VOCAB:,}: it was trained with added tokens) but its "
+        "folder ships no tokenizer that says which tokens they are")
 
 
-def test_modules_to_save_of_the_right_shape_is_named_as_unsupported(tmp_path, base_model):
+def test_vocab_rows_of_another_hidden_size_are_refused(cli, tmp_path):
     a = write_adapter(tmp_path / "a", layers=1, config={"modules_to_save": ["lm_head"]})
-    _edit_tensors(a, lambda t: t.update({"base_model.model.lm_head.weight": torch.zeros(VOCAB, HIDDEN,
-                                                                                         dtype=torch.float16)}))
-    with pytest.raises(AuditInputError, match=r"full copies of base modules \(modules_to_save: lm_head\) are not "
+    _edit_tensors(a, lambda t: t.update({"base_model.model.lm_head.weight": torch.zeros(VOCAB, 8)}))
+    assert_one_line_error(cli(a, "--out", tmp_path / "o"), "adapter_model.safetensors",
+                          f"base_model.model.lm_head.weight has shape [{VOCAB}, 8] but the base's lm_head.weight has "
+                          f"[{VOCAB}, {HIDDEN}]")
+
+
+def test_modules_to_save_of_other_modules_is_named_as_unsupported(tmp_path, base_model):
+    a = write_adapter(tmp_path / "a", layers=1, config={"modules_to_save": ["norm"]})
+    _edit_tensors(a, lambda t: t.update({"base_model.model.model.norm.weight": torch.ones(HIDDEN)}))
+    with pytest.raises(AuditInputError, match=r"full copies of base modules \(modules_to_save: model.norm\) are not "
                                               "supported yet"):
         inspect_adapter(a, base_model.path, base_model.name)
 

@@ -115,6 +115,10 @@ class CachedBackend:
         self.base_digest = base_digest
         #: variant → the chat template its prompts are rendered with (none set: the base tokenizer's own)
         self.templates: dict[str, PromptTemplate] = {}
+        #: variant → its own tokenizer (an adapter trained with added tokens); the others use :attr:`tokenizer`
+        self.tokenizers: dict[str, Any] = {}
+        #: variant → sha256 of its own tokenizer's files (part of its answers' cache keys)
+        self._tokenizer_sha: dict[str, str] = {}
 
     @property
     def model_loaded(self) -> bool:
@@ -142,13 +146,58 @@ class CachedBackend:
         """The exact prompt string the model sees for one variant: its chat template (:attr:`templates`,
         else the base tokenizer's own) applied with a generation prompt."""
         tpl = self.templates.get(variant) or self.templates.get("base")
-        return self.tokenizer.apply_chat_template(list(item.messages), chat_template=tpl.text if tpl else None,
-                                                  tokenize=False, add_generation_prompt=True)
+        return self.tokenizer_for(variant).apply_chat_template(
+            list(item.messages), chat_template=tpl.text if tpl else None, tokenize=False, add_generation_prompt=True)
+
+    def tokenizer_for(self, variant: str) -> Any:
+        """The tokenizer that renders, encodes and decodes one variant's prompts and answers: the adapter's own
+        for an adapter trained with added tokens (its template's ``tokenizer`` is ``adapter``), else the base's."""
+        return self.tokenizers.get(variant, self.tokenizer)
 
     def set_templates(self, templates: dict[str, PromptTemplate]) -> None:
         """The chat template of each variant (:func:`auditor.inspect.chat_template.choose_templates`);
-        a variant left out is rendered with the base's."""
+        a variant left out is rendered with the base's. A template whose ``tokenizer`` is ``adapter``
+        brings the adapter folder's own tokenizer (:meth:`_own_tokenizer`).
+
+        Raises:
+            AuditInputError: the adapter's tokenizer files cannot be loaded (naming the folder).
+        """
         self.templates = dict(templates)
+        for variant, tpl in templates.items():
+            if tpl.tokenizer == "adapter" and variant not in self.tokenizers:
+                self._own_tokenizer(variant, Path(tpl.tokenizer_path))
+
+    def _own_tokenizer(self, variant: str, folder: Path) -> Any:
+        """Load ``folder``'s own tokenizer for ``variant`` (``AutoTokenizer.from_pretrained``, no remote code;
+        left padding) and remember the sha256 of its files for the variant's cache keys.
+
+        Raises:
+            AuditInputError: the tokenizer cannot be loaded (naming the folder).
+        """
+        from transformers import AutoTokenizer
+
+        from ..errors import AuditInputError
+        from ..inspect.tokenizer_files import TOKENIZER_FILES
+        from ..util.hashing import sha256_file
+
+        try:
+            tok = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise AuditInputError(folder, f"the adapter's tokenizer cannot be loaded: "
+                                          f"{type(e).__name__}: {' '.join(str(e).split())[:160]}") from None
+        tok.padding_side = "left"
+        self.tokenizers[variant] = tok
+        self._tokenizer_sha[variant] = "".join(sha256_file(folder / f)[:16] for f in TOKENIZER_FILES
+                                               if (folder / f).is_file())
+        return tok
+
+    def _adapter_key(self, variant: str) -> str | None:
+        """What keys a variant's answers besides the base: None for the base, the adapter's content digest,
+        with its own tokenizer's files when it has one."""
+        if variant == "base":
+            return None
+        digest = self.adapters[variant][1]
+        return f"{digest}+tokenizer:{self._tokenizer_sha[variant]}" if variant in self._tokenizer_sha else digest
 
     def run_info(self, variant: str) -> dict[str, Any] | None:
         """What results.json records under ``run.<name>`` for one adapter variant (None: nothing)."""
@@ -179,13 +228,15 @@ class CachedBackend:
         """The backend for one run: ``adapters`` maps each variant to (folder, content digest)."""
         raise NotImplementedError
 
-    def _decode(self, row: list[int]) -> tuple[str, int]:
-        """Text and token count of one answer, cut after the first EOS (which is counted)."""
+    def _decode(self, row: list[int], variant: str = "base") -> tuple[str, int]:
+        """Text and token count of one answer, cut after the first EOS (which is counted), decoded with the
+        variant's tokenizer (:meth:`tokenizer_for`)."""
+        tok = self.tokenizer_for(variant)
         n = len(row)
-        eos = self.tokenizer.eos_token_id
+        eos = tok.eos_token_id
         if eos in row:
             n = row.index(eos) + 1
-        return self.tokenizer.decode(row[:n], skip_special_tokens=True), n
+        return tok.decode(row[:n], skip_special_tokens=True), n
 
     def _lookup(self, requests: list[Request], use_cache: bool) -> "_Pending":
         """Render every item for each variant asking it (``rendered[(item id, variant)]``), look every
@@ -204,8 +255,7 @@ class CachedBackend:
         for r in requests:
             if (r.item.id, r.variant) in p.keys:
                 continue
-            key = generation_key(base=self.base_digest,
-                                 adapter=None if r.variant == "base" else self.adapters[r.variant][1],
+            key = generation_key(base=self.base_digest, adapter=self._adapter_key(r.variant),
                                  messages=r.item.messages, max_new_tokens=r.item.max_new_tokens,
                                  rendered=rendered[(r.item.id, r.variant)], settings=settings)
             p.keys[(r.item.id, r.variant)] = key

@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from ..records import AdapterInfo, BaseModel, Generation, Item, Request
+from ..errors import AuditInputError
+from ..records import AdapterInfo, BaseModel, Generation, Item, Request, VocabResize
 from ..util.versions import versions
 from .base import CachedBackend
 from .cache import GenerationCache
@@ -121,6 +122,35 @@ def _as_the_tensors_say(folder: Path, dora: bool, scratch: Path) -> Path:
     return scratch
 
 
+def _base_vocabulary_only(rows: list[int], base_size: int) -> Any:
+    """A transformers ``LogitsProcessor`` that gives the tokens at ids ``base_size`` and above a score of
+    -inf in the batch rows ``rows`` (the variants run on the base's vocabulary, in a model whose
+    embeddings were resized for an adapter's added tokens), so their greedy answers are the base's."""
+    import torch
+    from transformers import LogitsProcessor
+
+    class BaseVocabularyOnly(LogitsProcessor):
+        def __call__(self, input_ids: Any, scores: Any) -> Any:
+            scores[torch.tensor(rows, device=scores.device), base_size:] = -float("inf")
+            return scores
+
+    return BaseVocabularyOnly()
+
+
+def shared_vocab_resize(resized: dict[str, VocabResize]) -> VocabResize | None:
+    """The one resized vocabulary the adapters of a run need (variant → its :class:`VocabResize`), or None.
+
+    Raises:
+        AuditInputError: two adapters need vocabularies of different sizes (one model cannot hold both).
+    """
+    sizes = {r.size for r in resized.values()}
+    if len(sizes) > 1:
+        raise AuditInputError("--backend hf", f"the adapters were trained with vocabularies of {sorted(sizes)} tokens; "
+                                              "one model's embeddings can be resized to one of them only: audit them "
+                                              "in separate runs")
+    return next(iter(resized.values()), None)
+
+
 class HFBackend(CachedBackend):
     """transformers + peft generation on CPU (or one GPU), fp32 by default.
 
@@ -151,16 +181,31 @@ class HFBackend(CachedBackend):
             Llama-8B shape: mixed batches ran at 0.74 of raw ``generate``;
             ``benchmarks/gpu_bench.py``). The items of a batch are the same for
             every variant either way (same padding).
+        vocab_resize: variant → the resized vocabulary of an adapter trained with added tokens
+            (:class:`~auditor.records.VocabResize`): the model's embeddings are resized to its size
+            before PEFT loads the adapters, that variant's prompts are encoded and its answers decoded
+            with its own tokenizer, and every other variant (the base included) keeps the base's
+            vocabulary (ids at and above the base's size never generated).
+
+    Raises:
+        AuditInputError: adapters of different resized vocabularies, or an adapter tokenizer that cannot
+            be loaded.
     """
 
     name = "hf"
 
     def __init__(self, base_path: Path, adapters: dict[str, tuple[Path, str]] | None, batch_size: int | str = 24,
                  dtype: str = "float32", cache: GenerationCache | None = None, base_digest: str = "",
-                 mix_variants: bool | str = "auto", device: str = "auto"):
+                 mix_variants: bool | str = "auto", device: str = "auto",
+                 vocab_resize: dict[str, VocabResize] | None = None):
         import torch
 
         super().__init__(base_path, adapters, dtype, cache, base_digest, batch_size)
+        self.vocab_resize = dict(vocab_resize or {})
+        #: the vocabulary the model's embeddings are resized to (None: the base's)
+        self.resize = shared_vocab_resize(self.vocab_resize)
+        for variant in self.vocab_resize:
+            self._own_tokenizer(variant, self.adapters[variant][0])
         self.torch = torch
         self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
         #: variant → its weights hold DoRA magnitudes (loaded as DoRA whatever use_dora says)
@@ -175,8 +220,9 @@ class HFBackend(CachedBackend):
     def create(cls, opts: "AuditOptions", base: BaseModel, adapters: dict[str, tuple[Path, str]],
                infos: list[AdapterInfo], cache: GenerationCache, base_digest: str,
                variants: list[str]) -> "HFBackend":
+        resized = {v: i.vocab_resize for v, i in zip(variants, infos) if i.vocab_resize is not None}
         return cls(base.path, adapters, batch_size=opts.batch_size, dtype=opts.dtype, cache=cache,
-                   base_digest=base_digest)
+                   base_digest=base_digest, vocab_resize=resized)
 
     def _load(self):
         """The base model with every adapter attached (each as its own peft adapter, named by its variant)."""
@@ -184,6 +230,8 @@ class HFBackend(CachedBackend):
 
         model = AutoModelForCausalLM.from_pretrained(str(self.base_path), dtype=getattr(self.torch, self.dtype),
                                                      device_map=self.device)
+        if self.resize is not None:
+            self._resize_embeddings(model)
         with tempfile.TemporaryDirectory(prefix="auditor-adapter-") as tmp:
             for k, (variant, (path, _)) in enumerate(self.adapters.items()):
                 path = _as_the_tensors_say(path, self.dora[variant], Path(tmp) / variant)
@@ -195,17 +243,57 @@ class HFBackend(CachedBackend):
                     model.load_adapter(str(path), adapter_name=variant)
         return model.eval()
 
+    def _resize_embeddings(self, model: Any) -> None:
+        """Resize the base's embeddings to the adapters' tokenizer (``resize_token_embeddings``, as PEFT
+        documents for added tokens), before PEFT loads the saved rows onto them. The new rows' initial
+        values are seeded (PEFT overwrites those the adapter saves).
+
+        Raises:
+            AuditInputError: an adapter's tokenizer has another length than its saved rows.
+        """
+        for variant, r in self.vocab_resize.items():
+            n = len(self.tokenizer_for(variant))
+            if n != r.size:
+                raise AuditInputError(Path(self.adapters[variant][0]) / r.tokenizer_file,
+                                      f"the adapter's tokenizer has {n:,} tokens but its saved embeddings have "
+                                      f"{r.size:,} rows")
+        with self.torch.random.fork_rng(devices=[]):
+            self.torch.manual_seed(0)
+            model.resize_token_embeddings(self.resize.size)
+
+    def _encode(self, prompts: list[str], variants: list[str]) -> dict:
+        """Token ids (left padded with the base's pad id) and attention mask of a batch whose rows may
+        belong to variants with their own tokenizer."""
+        torch = self.torch
+        if not any(v in self.tokenizers for v in variants):
+            return self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+        ids = [self.tokenizer_for(v)(p, add_special_tokens=False)["input_ids"] for p, v in zip(prompts, variants)]
+        width = max(map(len, ids))
+        pad = self.tokenizer.pad_token_id
+        return {"input_ids": torch.tensor([[pad] * (width - len(r)) + r for r in ids], device=self.device),
+                "attention_mask": torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in ids],
+                                               device=self.device)}
+
     def settings(self) -> dict:
         """Generation settings and backend versions: part of every cache key."""
         return {"backend": self.name, "device": self.device.split(":")[0], "decoding": "greedy", "dtype": self.dtype,
                 "batch_size": self.batch_size, "mixed_variants": self.mix_variants,
                 "versions": versions(("torch", "transformers", "peft"))}
 
-    def _generate_batch(self, prompts: list[str], max_new_tokens: int,
+    def _generate_batch(self, prompts: list[str], max_new_tokens: int, variants: list[str] | None = None,
                         adapter_names: list[str] | None = None) -> list[tuple[str, int]]:
+        """One greedy ``generate`` call; ``variants``: the variant of each row (its tokenizer, and
+        whether it may generate an adapter's added tokens; default all ``base``)."""
         torch = self.torch
-        enc = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
-        extra = {"adapter_names": adapter_names} if adapter_names is not None else {}
+        from transformers import LogitsProcessorList
+
+        variants = variants or ["base"] * len(prompts)
+        enc = self._encode(prompts, variants)
+        extra: dict[str, Any] = {"adapter_names": adapter_names} if adapter_names is not None else {}
+        if self.resize is not None:
+            rows = [k for k, v in enumerate(variants) if v not in self.vocab_resize]
+            if rows:
+                extra["logits_processor"] = LogitsProcessorList([_base_vocabulary_only(rows, self.resize.base_size)])
         model = self.model  # a lazy load must not happen inside inference_mode (its tensors could not be switched)
         with torch.inference_mode():
             out = model.generate(
@@ -213,7 +301,7 @@ class HFBackend(CachedBackend):
                 pad_token_id=self.tokenizer.pad_token_id, **extra,
             )
         new = out[:, enc["input_ids"].shape[1]:]
-        return [self._decode(row) for row in new.tolist()]
+        return [self._decode(row, v) for row, v in zip(new.tolist(), variants)]
 
     def _generate_rows(self, rows: list[tuple[Item, str]], prompts: list[str]) -> list[tuple[str, int]]:
         """Generate one batch whose rows may belong to different variants.
@@ -228,11 +316,13 @@ class HFBackend(CachedBackend):
         """
         budget = rows[0][0].max_new_tokens
         variants = sorted({v for _, v in rows})
+        row_variants = [v for _, v in rows]
         if not self.adapters:
-            return self._generate_batch(prompts, budget)
+            return self._generate_batch(prompts, budget, row_variants)
         if len(variants) > 1 and self.mix_variants:
             try:
-                return self._generate_batch(prompts, budget, ["__base__" if v == "base" else v for _, v in rows])
+                return self._generate_batch(prompts, budget, row_variants,
+                                            ["__base__" if v == "base" else v for v in row_variants])
             except (ValueError, TypeError, NotImplementedError):
                 self.mix_variants = False
                 _drop_adapter_names_hooks(self.model)
@@ -242,10 +332,10 @@ class HFBackend(CachedBackend):
             sub = [prompts[k] for k in idx]
             if variant == "base":
                 with self.model.disable_adapter():
-                    res = self._generate_batch(sub, budget)
+                    res = self._generate_batch(sub, budget, [variant] * len(sub))
             else:
                 self.model.set_adapter(variant)
-                res = self._generate_batch(sub, budget)
+                res = self._generate_batch(sub, budget, [variant] * len(sub))
             out.update(zip(idx, res))
         return [out[k] for k in range(len(rows))]
 
@@ -289,7 +379,7 @@ class HFBackend(CachedBackend):
         todo_items = list({it.id: it for v in variants for it in todo[v]}.values())
         missing = {v: {it.id for it in todo[v]} for v in variants}
         # an item's length for batching: its longest prompt (variants may have their own chat template)
-        plen = {it.id: max(len(self.tokenizer(rendered[(it.id, v)], add_special_tokens=False)["input_ids"])
+        plen = {it.id: max(len(self.tokenizer_for(v)(rendered[(it.id, v)], add_special_tokens=False)["input_ids"])
                            for v in variants if it.id in missing[v]) for it in todo_items}
         self.model  # load before the clock starts: generate_s is generation only
         t0 = time.perf_counter()

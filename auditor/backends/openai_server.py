@@ -84,6 +84,11 @@ class OpenAIBackend(CachedBackend):
     def create(cls, opts: "AuditOptions", base: BaseModel, adapters: dict[str, tuple[Path, str]],
                infos: list[AdapterInfo], cache: GenerationCache, base_digest: str,
                variants: list[str]) -> "OpenAIBackend":
+        for info in infos:  # prompts go to the server as the base's token ids; vLLM serves no extra vocabulary
+            if info.vocab_resize is not None:
+                raise AuditInputError(info.weights_file, f"the adapter was trained with {info.vocab_resize.n_added} "
+                                                         "added tokens (a resized vocabulary), which an OpenAI-compatible"
+                                                         " server cannot be sent; run the audit with --backend hf")
         return cls(base.path, adapters, endpoint=opts.endpoint, served_base=opts.served_base,
                    served_names=dict(zip(variants, opts.served_adapters)), concurrency=opts.concurrency,
                    cache=cache, base_digest=base_digest, base_name=base.name)

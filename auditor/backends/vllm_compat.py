@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import AuditInputError
 from ..inspect.tensors import VOCAB_MODULES
+from ..inspect.vocabulary import module_of
 from ..records import AdapterConfig, AdapterTensor
 from ..util.versions import first_installed
 
@@ -42,6 +43,13 @@ def vllm_unsupported(cfg: AdapterConfig, tensors: list[AdapterTensor]) -> str | 
     """What in an adapter vLLM cannot serve (a phrase), or None. Reads only the config and tensor names."""
     names = [t.name for t in tensors]
     full = [n for n in names if n.endswith(".weight") and ".lora_" not in n]
+    if cfg.trainable_token_indices or any("trainable_tokens_delta" in n for n in names):
+        return ("trainable_token_indices (embedding rows of added or retrained tokens; vLLM has no LoRA with "
+                "an extra vocabulary)")
+    vocab_copies = sorted({module_of(n[:-len(".weight")]).rsplit(".", 1)[-1] for n in full} & set(VOCAB_MODULES))
+    if vocab_copies:
+        return (f"modules_to_save copies of {', '.join(vocab_copies)} (the embeddings of an adapter trained with "
+                "added tokens or a resized vocabulary; vLLM has no LoRA with an extra vocabulary)")
     if cfg.modules_to_save or full:
         what = cfg.modules_to_save or sorted({n.rsplit(".", 2)[-2] for n in full})
         return f"modules_to_save (full copies of {', '.join(map(str, what))})"
@@ -63,13 +71,16 @@ def check_vllm_servable(weights: Path, cfg: AdapterConfig, tensors: list[Adapter
 
     Raises:
         AuditInputError: one line naming what vLLM refuses, pointing to ``--backend hf``
-            where that backend can audit it (DoRA, LoRA on ``lm_head``).
+            where that backend can audit it (DoRA, LoRA on ``lm_head``, the embedding rows of
+            added tokens: ``modules_to_save`` copies of ``embed_tokens``/``lm_head``,
+            ``trainable_token_indices``).
     """
     what = vllm_unsupported(cfg, tensors)
     if what:
-        # the hf backend audits DoRA and LoRA on lm_head; full module copies, biases and
-        # embedding LoRA are refused by inspection on every backend (auditor.inspect)
-        hf_can = what.startswith("DoRA") or what.endswith("(lm_head)")
+        # the hf backend audits DoRA, LoRA on lm_head and saved embedding rows (added tokens); other full
+        # module copies, biases and embedding LoRA are refused by inspection on every backend (auditor.inspect)
+        hf_can = what.startswith(("DoRA", "trainable_token_indices", "modules_to_save copies")) \
+            or what.endswith("(lm_head)")
         raise AuditInputError(weights, f"vLLM cannot serve an adapter with {what}; " + (
             "run the audit with --backend hf (transformers + peft) instead" if hf_can
             else "no backend of this version audits it yet"))

@@ -21,8 +21,9 @@ from .paths import CONFIG_NAME, resolve_adapter_path
 from .peft_config import read_config
 from .safetensors_header import check_magic, read_tensors, scan_values
 from .tensors import (DORA_BACKENDS, FOREIGN_MODULES, PEFT_PREFIX, check_dora, check_full_copies,
-                      check_names_match, classify_tensors, target_present)
-from .tokenizer_files import inspect_tokenizer_files, tokenizer_warnings
+                      check_names_match, classify_tensors, is_vocab_module, target_present)
+from .tokenizer_files import inspect_tokenizer_files, named_tokens, tokenizer_warnings
+from .vocabulary import module_of, vocab_resize, vocab_rows
 
 
 def preflight_adapter(arg: str | Path, max_bytes: int | None = None
@@ -58,8 +59,10 @@ def inspect_adapter(arg: str | Path, base_path: Path, base_name: str, max_bytes:
             adapter, pickle or LFS-pointer weights, corrupt safetensors,
             non-float tensors, NaN/Inf values, target modules the base lacks,
             tensors that match no base module (with matched/total counts and
-            the prefix fix), shapes that do not fit the base, a full
-            ``lm_head``/``embed_tokens`` copy of another vocabulary size,
+            the prefix fix), shapes that do not fit the base, embedding rows
+            (``modules_to_save`` copies of ``embed_tokens``/``lm_head``, ``trainable_token_indices``)
+            of another hidden size, of several vocabulary sizes, or of another vocabulary size than
+            the adapter's tokenizer length (:mod:`.vocabulary`), full copies of other modules,
             partial or misshapen DoRA magnitudes, a tokenizer file that cannot be read.
     """
     folder, weights, cfg, tensors = preflight_adapter(arg, max_bytes)
@@ -90,9 +93,11 @@ def inspect_adapter(arg: str | Path, base_path: Path, base_name: str, max_bytes:
         raise AuditInputError(folder / CONFIG_NAME, "target_modules must be a non-empty list of names or a regex string")
 
     weight_shapes = base_weight_shapes(base_path)
-    lora, magnitudes, full = classify_tensors(weights, tensors)
-    check_names_match(weights, tensors, lora, magnitudes, full, base_shapes, weight_shapes, base_name)
-    check_full_copies(weights, full, weight_shapes, base_name)
+    lora, magnitudes, full, tokens = classify_tensors(weights, tensors)
+    check_names_match(weights, tensors, lora, magnitudes, full, tokens, base_shapes, weight_shapes, base_name)
+    check_full_copies(weights, full, weight_shapes)
+    copies = {m: t for m, t in full.items() if is_vocab_module(m)}
+    rows = vocab_rows(weights, cfg, copies, tokens, weight_shapes, base_name)
 
     ranks: dict[str, int] = {}
     for module, parts in sorted(lora.items()):
@@ -117,7 +122,7 @@ def inspect_adapter(arg: str | Path, base_path: Path, base_name: str, max_bytes:
 
     zero = scan_values(weights)
     # B·A is zero when either factor is; DoRA magnitudes and full module copies change the model by themselves
-    no_effect = not dora and not full and all(
+    no_effect = not dora and not full and not tokens and all(
         parts["lora_A"].name in zero or parts["lora_B"].name in zero for parts in lora.values())
 
     warnings: list[str] = []
@@ -137,7 +142,15 @@ def inspect_adapter(arg: str | Path, base_path: Path, base_name: str, max_bytes:
     if card_problem:
         warnings.append(card_problem)
     tokenizer_files = inspect_tokenizer_files(folder, base_path)
-    warnings.extend(tokenizer_warnings(tokenizer_files, base_path))
+    resized = None
+    if rows is not None:
+        vocab_modules = sorted({module_of(m) for m in copies} | set(tokens))
+        base_rows = weight_shapes[vocab_modules[0][len(PEFT_PREFIX):]][0]
+        if rows != base_rows:
+            resized = vocab_resize(folder, weights, rows, base_rows, tokenizer_files,
+                                   named_tokens(folder, tokenizer_files.files),
+                                   "trainable_token_indices" if tokens else "modules_to_save", vocab_modules)
+    warnings.extend(tokenizer_warnings(tokenizer_files, base_path, resized))
 
     return AdapterInfo(
         path=str(folder),
@@ -160,4 +173,5 @@ def inspect_adapter(arg: str | Path, base_path: Path, base_name: str, max_bytes:
         declared_base_note=base_warnings[0] if base_warnings else "",
         config=cfg,
         tokenizer_files=tokenizer_files,
+        vocab_resize=resized,
     )

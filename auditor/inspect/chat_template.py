@@ -10,11 +10,14 @@
   template differs is warned about.
 * ``FILE``: every variant gets the Jinja template in ``FILE`` (checked before any model loads).
 
-The prompts are always encoded with the base's tokenizer: the model's embeddings are the base's.
+The prompts are encoded with the base's tokenizer, except an adapter variant trained with added
+tokens (``AdapterInfo.vocab_resize``): its prompts are rendered and encoded with its own tokenizer
+(``tokenizer: adapter``), whose length its saved embedding rows have.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from ..errors import AuditInputError
@@ -75,6 +78,14 @@ def choose_templates(mode: str, base_path: Path, adapters: dict[str, AdapterInfo
         AuditInputError: the ``FILE`` is not a usable template; with ``adapter``, an adapter's own
             template that is not (naming its file and the fault).
     """
+    out = _choose(mode, base_path, adapters)
+    for variant, info in adapters.items():
+        if info.vocab_resize is not None:
+            out[variant] = dataclasses.replace(out[variant], tokenizer="adapter", tokenizer_path=info.path)
+    return out
+
+
+def _choose(mode: str, base_path: Path, adapters: dict[str, AdapterInfo]) -> dict[str, PromptTemplate]:
     base = base_template(base_path)
     if mode not in MODES:
         path = Path(mode).expanduser().resolve()

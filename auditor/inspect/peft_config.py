@@ -34,6 +34,9 @@ LORA_CONFIG_SCHEMA: dict[str, Any] = {
         "layers_to_transform": {"type": ["null", "integer", "array"], "items": {"type": "integer", "minimum": 0}},
         "layers_pattern": {"type": ["null", "string", "array"]},
         "modules_to_save": {"type": ["null", "array"]},
+        "trainable_token_indices": {"oneOf": [
+            {"type": "null"}, {"type": "array", "items": {"type": "integer", "minimum": 0}},
+            {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "integer", "minimum": 0}}}]},
         "base_model_name_or_path": {"type": ["null", "string"]},
     },
 }

@@ -32,7 +32,9 @@ def check_magic(weights: Path) -> None:
         head = f.read(64)
     if head.startswith(b"PK\x03\x04"):
         raise AuditInputError(weights, "is a zip/pickle PyTorch checkpoint renamed to .safetensors; refused (never unpickled)")
-    if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+    # a pickle starts with PROTO (0x80, 2..5); so does a safetensors file whose header is 640, 896, ... bytes
+    # long (its little-endian length), but then its JSON header opens at byte 8
+    if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05") and head[8:9] != b"{":
         raise AuditInputError(weights, "is a pickle file (a legacy torch.save checkpoint?) renamed to .safetensors; "
                                        "refused (never unpickled)")
     if head.startswith(b"version https://git-lfs"):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..errors import AuditInputError
 from ..records import AdapterTensor
+from .vocabulary import TOKENS_RE, module_of
 
 PEFT_PREFIX = "base_model.model."
 _LORA_RE = re.compile(r"^(?P<module>.+)\.(?P<kind>lora_A|lora_B)(?:\.[^.]+)?\.weight$")
@@ -41,9 +42,12 @@ def target_present(target: str, modules: list[str]) -> bool:
 
 
 def classify_tensors(weights: Path, tensors: list[AdapterTensor]) -> tuple[
-        dict[str, dict[str, AdapterTensor]], dict[str, AdapterTensor], dict[str, AdapterTensor]]:
+        dict[str, dict[str, AdapterTensor]], dict[str, AdapterTensor], dict[str, AdapterTensor],
+        dict[str, AdapterTensor]]:
     """Sort the tensors into LoRA factors (module → lora_A/lora_B), DoRA magnitudes
-    (module → tensor) and full module copies (``modules_to_save``: module → weight).
+    (module → tensor), full module weights (``modules_to_save`` copies and the resized base rows
+    PEFT saves with them: tensor name without ``.weight`` → tensor; :func:`.vocabulary.module_of`
+    names the module) and trainable-token deltas (``trainable_token_indices``: module → tensor).
 
     Raises:
         AuditInputError: a LoRA factor without its partner, or a tensor of a kind
@@ -52,11 +56,14 @@ def classify_tensors(weights: Path, tensors: list[AdapterTensor]) -> tuple[
     lora: dict[str, dict[str, AdapterTensor]] = {}
     magnitudes: dict[str, AdapterTensor] = {}
     full: dict[str, AdapterTensor] = {}
+    tokens: dict[str, AdapterTensor] = {}
     for t in tensors:
         if (m := _LORA_RE.fullmatch(t.name)):
             lora.setdefault(m.group("module"), {})[m.group("kind")] = t
         elif (m := _MAGNITUDE_RE.fullmatch(t.name)):
             magnitudes[m.group("module")] = t
+        elif (m := TOKENS_RE.fullmatch(t.name)):
+            tokens[m.group("module")] = t
         elif ".lora_" in t.name or not t.name.endswith(".weight"):
             raise AuditInputError(weights, f"tensor {t.name} is neither a LoRA A/B weight, a DoRA magnitude nor a "
                                            "full module weight; not supported")
@@ -65,7 +72,7 @@ def classify_tensors(weights: Path, tensors: list[AdapterTensor]) -> tuple[
     for module, parts in sorted(lora.items()):
         if set(parts) != {"lora_A", "lora_B"}:
             raise AuditInputError(weights, f"module {module} has {sorted(parts)} but needs both lora_A and lora_B")
-    return lora, magnitudes, full
+    return lora, magnitudes, full, tokens
 
 
 def _strip_prefix(module: str) -> str | None:
@@ -96,7 +103,7 @@ def _prefix_fix(unmatched: str, base_modules: list[str]) -> tuple[str, str] | No
 
 
 def check_names_match(weights: Path, tensors: list[AdapterTensor], lora: dict, magnitudes: dict, full: dict,
-                       base_shapes: dict[str, tuple[int, int]], weight_shapes: dict[str, tuple[int, ...]],
+                       tokens: dict, base_shapes: dict[str, tuple[int, int]], weight_shapes: dict[str, tuple[int, ...]],
                        base_name: str) -> None:
     """Every tensor must name a module of the base the way PEFT saves it; PEFT would
     silently ignore the ones that do not, so one unmatched tensor refuses the adapter.
@@ -110,7 +117,8 @@ def check_names_match(weights: Path, tensors: list[AdapterTensor], lora: dict, m
         return name is not None and (name in base_shapes if linear else name in weight_shapes)
 
     owners = ([(p.name, m, True) for m, parts in lora.items() for p in parts.values()]
-              + [(t.name, m, True) for m, t in magnitudes.items()] + [(t.name, m, False) for m, t in full.items()])
+              + [(t.name, m, True) for m, t in magnitudes.items()]
+              + [(t.name, module_of(m), False) for m, t in full.items()] + [(t.name, m, False) for m, t in tokens.items()])
     unmatched = [(n, m, lin) for n, m, lin in owners if not matches(m, lin)]
     if not unmatched:
         return
@@ -134,31 +142,32 @@ def check_names_match(weights: Path, tensors: list[AdapterTensor], lora: dict, m
     raise AuditInputError(weights, msg)
 
 
-def check_full_copies(weights: Path, full: dict[str, AdapterTensor], weight_shapes: dict[str, tuple[int, ...]],
-                       base_name: str) -> None:
-    """Full module copies (``modules_to_save``) must have the base module's shape; an
-    ``lm_head``/``embed_tokens`` copy with another row count means another vocabulary.
+def is_vocab_module(module: str) -> bool:
+    """Whether ``module`` (any PEFT name of it) is an embedding or output head (:data:`VOCAB_MODULES`)."""
+    return module_of(module).rsplit(".", 1)[-1] in VOCAB_MODULES
+
+
+def check_full_copies(weights: Path, full: dict[str, AdapterTensor], weight_shapes: dict[str, tuple[int, ...]]
+                      ) -> None:
+    """Full copies of modules other than the embeddings and the output head (``modules_to_save`` of a
+    linear layer or a norm) must have the base module's shape, and are not audited yet; the
+    vocabulary-sized ones are :func:`auditor.inspect.vocabulary.vocab_rows`'s.
 
     Raises:
-        AuditInputError: a vocabulary or shape mismatch, or (shapes fitting) because
-            full module copies are not audited yet.
+        AuditInputError: a shape mismatch, or (shapes fitting) because such copies are not audited yet.
     """
-    for module, t in sorted(full.items()):
-        name = module[len(PEFT_PREFIX):]
+    others = {m: t for m, t in full.items() if not is_vocab_module(m)}
+    for module, t in sorted(others.items()):
+        name = module_of(module)[len(PEFT_PREFIX):]
         want = weight_shapes[name]
-        if name.rsplit(".", 1)[-1] in VOCAB_MODULES and len(t.shape) == 2 and len(want) == 2 \
-                and t.shape[0] != want[0]:
-            raise AuditInputError(
-                weights, f"{t.name} (modules_to_save) is a full copy of {name} with a vocabulary of {t.shape[0]:,} "
-                         f"tokens, but the base ({base_name}) has {want[0]:,}: the adapter was trained with a resized "
-                         "tokenizer (added tokens); audit it on the base and tokenizer it was trained with")
         if tuple(t.shape) != tuple(want):
             raise AuditInputError(weights, f"{t.name} (modules_to_save) has shape {list(t.shape)} but the base's "
                                            f"{name}.weight has {list(want)}")
-    if full:
-        names = sorted(m[len(PEFT_PREFIX):] for m in full)
+    if others:
+        names = sorted({module_of(m)[len(PEFT_PREFIX):] for m in others})
         raise AuditInputError(weights, f"full copies of base modules (modules_to_save: {', '.join(names)}) "
-                                       "are not supported yet; only LoRA A/B (and DoRA) tensors are audited")
+                                       "are not supported yet; only LoRA A/B (and DoRA) tensors, and the rows of "
+                                       "the embeddings and output head, are audited")
 
 
 def check_dora(weights: Path, lora: dict, magnitudes: dict[str, AdapterTensor],

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import AuditInputError
-from ..records import TokenizerFiles
+from ..records import TokenizerFiles, VocabResize
 from ..util.jsonio import read_json_strict
 
 #: the tokenizer files looked for in an adapter folder (as transformers' ``from_pretrained`` names them)
@@ -129,6 +129,16 @@ def _adapter_vocabulary(folder: Path, files: list[str]) -> tuple[dict[str, int],
     return vocab, added, declared
 
 
+def named_tokens(folder: Path, files: list[str]) -> dict[str, int]:
+    """Every token the adapter's tokenizer files name (its vocabulary and added tokens), content → id.
+
+    Raises:
+        AuditInputError: a tokenizer file that cannot be read.
+    """
+    vocab, added, _ = _adapter_vocabulary(folder, files)
+    return vocab | added
+
+
 def _special_tokens(folder: Path, files: list[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for name in ("tokenizer_config.json", "special_tokens_map.json"):  # the map wins, as in transformers
@@ -180,11 +190,18 @@ def inspect_tokenizer_files(folder: Path, base_path: Path) -> TokenizerFiles:
     return out
 
 
-def tokenizer_warnings(t: TokenizerFiles, base_path: Path) -> list[str]:
+def tokenizer_warnings(t: TokenizerFiles, base_path: Path, resized: VocabResize | None = None) -> list[str]:
     """The adapter card's warnings about its tokenizer files (vocabulary and special tokens; the
-    template's are :func:`auditor.inspect.chat_template.choose_templates`'s)."""
+    template's are :func:`auditor.inspect.chat_template.choose_templates`'s); ``resized``: the
+    adapter saves embeddings of its own vocabulary, which its variant is then run with."""
     out = []
-    if t.vocabulary == "differs":
+    if resized is not None:
+        listed = f": {', '.join(resized.added[:5])}" + (", ..." if resized.n_added > 5 else "") if resized.added else ""
+        out.append(f"the adapter was trained with {resized.n_added} added tokens{listed} ({resized.how}, "
+                   f"{resized.base_size} → {resized.size} tokens): its answers are generated with the embeddings "
+                   "resized to its tokenizer and its saved rows (hf backend), its prompts encoded with its own "
+                   f"tokenizer ({resized.tokenizer_file}); the base's with the base's")
+    elif t.vocabulary == "differs":
         size = f"{t.vocab_size} tokens against the base's {t.base_vocab_size}" if t.vocab_size is not None else ""
         listed = f"; not in the base's vocabulary at that id: {', '.join(t.new_tokens[:5])}" if t.new_tokens else ""
         out.append(f"the adapter's tokenizer files name another vocabulary than the base's ({size or 'see new_tokens'}"

@@ -15,12 +15,12 @@ Units used throughout:
 """
 
 from .inputs import (DECLARED_BASE_STATUSES, LETTERS, AdapterConfig, AdapterInfo, AdapterTensor, BaseModel,
-                     ModuleWeightSpace, PromptTemplate, TokenizerFiles, WeightSpace)
+                     ModuleWeightSpace, PromptTemplate, TokenizerFiles, VocabResize, WeightSpace)
 from .items import Capability, Generation, Item, MetricSpec, Request, Score, Suite
 from .outcomes import DriftResult, MetricComparison, NoiseFloor, RuleOutcome, Verdict
 from .plain import to_plain
 
 __all__ = ["DECLARED_BASE_STATUSES", "LETTERS", "AdapterConfig", "AdapterInfo", "AdapterTensor", "BaseModel",
-           "ModuleWeightSpace", "PromptTemplate", "TokenizerFiles", "WeightSpace",
+           "ModuleWeightSpace", "PromptTemplate", "TokenizerFiles", "VocabResize", "WeightSpace",
            "Capability", "Generation", "Item", "MetricSpec", "Request", "Score", "Suite", "DriftResult",
            "MetricComparison", "NoiseFloor", "RuleOutcome", "Verdict", "to_plain"]

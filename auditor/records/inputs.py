@@ -43,6 +43,9 @@ class AdapterConfig:
     modules_to_save: tuple[str, ...] = ()
     rank_pattern: dict[str, int] = field(default_factory=dict)
     alpha_pattern: dict[str, float] = field(default_factory=dict)
+    #: PEFT's ``trainable_token_indices``: module name → token ids whose embedding rows are trained
+    #: (a plain list in the config means ``embed_tokens``)
+    trainable_token_indices: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, cfg: dict[str, Any], path: str | Path) -> "AdapterConfig":
@@ -57,6 +60,7 @@ class AdapterConfig:
             bias=cfg.get("bias", "none"), lora_bias=bool(cfg.get("lora_bias")), task_type=cfg.get("task_type"),
             modules_to_save=tuple(map(str, cfg.get("modules_to_save") or ())),
             rank_pattern=dict(cfg.get("rank_pattern") or {}), alpha_pattern=dict(cfg.get("alpha_pattern") or {}),
+            trainable_token_indices=_token_indices(cfg.get("trainable_token_indices")),
         )
 
     @property
@@ -203,6 +207,44 @@ class TokenizerFiles:
     template_text: str | None = field(default=None, repr=False, compare=False, metadata={"plain": False})
 
 
+def _token_indices(value: Any) -> dict[str, tuple[int, ...]]:
+    """``trainable_token_indices`` as PEFT reads it: a list means ``embed_tokens``'s ids."""
+    if isinstance(value, list):
+        return {"embed_tokens": tuple(int(i) for i in value)}
+    if isinstance(value, dict):
+        return {str(k): tuple(int(i) for i in v) for k, v in value.items()}
+    return {}
+
+
+@dataclass
+class VocabResize:
+    """An adapter trained after tokens were added to its tokenizer: the embeddings were resized and the
+    rows saved with the adapter (``modules_to_save`` copies of ``embed_tokens`` / ``lm_head``, or
+    ``trainable_token_indices`` deltas) (results.json ``adapter.vocab_resize``).
+
+    The hf backend runs the adapter variant with the base's embeddings resized to ``size`` rows
+    (``resize_token_embeddings``) and the saved rows loaded by PEFT, its prompts encoded with the
+    adapter's tokenizer; the base variant keeps the base's rows and tokenizer.
+
+    Attributes:
+        base_size: rows of the base's embeddings (tokens).
+        size: rows of the adapter's saved embeddings, equal to its tokenizer's length (tokens).
+        added: the tokens at ids ``base_size`` and above, in id order (at most 20 listed).
+        n_added: how many tokens the adapter's tokenizer adds (``size - base_size``).
+        how: ``modules_to_save`` or ``trainable_token_indices``.
+        modules: the base modules whose rows the adapter saves (``model.embed_tokens``, ``lm_head``).
+        tokenizer_file: the adapter's file that holds its vocabulary (``tokenizer.json``, ...).
+    """
+
+    base_size: int
+    size: int
+    added: list[str] = field(default_factory=list)
+    n_added: int = 0
+    how: str = "modules_to_save"
+    modules: list[str] = field(default_factory=list)
+    tokenizer_file: str = ""
+
+
 @dataclass(frozen=True)
 class PromptTemplate:
     """The chat template and tokenizer that render one variant's prompts (results.json ``run.prompts.<variant>``).
@@ -212,8 +254,8 @@ class PromptTemplate:
             ``file:<path>`` (``--chat-template FILE``).
         template_file: the file the template was read from.
         template_sha256: sha256 (hex) of the template text.
-        tokenizer: ``base``: the vocabulary that encodes the prompt (the base's tokenizer; the model's
-            embeddings are the base's).
+        tokenizer: the vocabulary that encodes the prompt: ``base`` (the base's tokenizer), or ``adapter``
+            (the adapter's own, for an adapter whose vocabulary was resized: :class:`VocabResize`).
         tokenizer_path: the folder that tokenizer was loaded from.
         text: the template (not written to results.json).
     """
@@ -259,6 +301,7 @@ class AdapterInfo:
         config: the parsed ``adapter_config.json``. Not written to results.json.
         weight_space: the weight-space pre-screen (:mod:`auditor.inspect.weight_space`), or None.
         tokenizer_files: the tokenizer files the folder ships against the base's (:class:`TokenizerFiles`).
+        vocab_resize: the resized vocabulary the adapter was trained with (:class:`VocabResize`), or None.
     """
 
     path: str
@@ -282,6 +325,7 @@ class AdapterInfo:
     config: AdapterConfig | None = field(default=None, repr=False, compare=False, metadata={"plain": False})
     weight_space: "WeightSpace | None" = field(default=None, compare=False)
     tokenizer_files: TokenizerFiles | None = field(default=None, compare=False)
+    vocab_resize: VocabResize | None = field(default=None, compare=False)
 
     @property
     def max_rank(self) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..records import MetricComparison, RuleOutcome, TokenizerFiles
+from ..records import MetricComparison, RuleOutcome, TokenizerFiles, VocabResize
 from ..results import AuditResult, ItemRecord
 from ..scorers import SCORERS
 from ..util.text import strip_controls
@@ -229,7 +229,18 @@ def adapter_card(result: AuditResult) -> dict[str, Any]:
     declared, audited = a.declared_base, result.base.name
     return {"ranks": sorted(by_rank.items()), "size_mib": a.size_bytes / 2**20,
             "base_match": None if not declared else declared == audited, "audited_base": audited,
-            "tokenizer": tokenizer_lines(a.tokenizer_files), "prompts": prompt_lines(result.run.prompts)}
+            "tokenizer": tokenizer_lines(a.tokenizer_files), "prompts": prompt_lines(result.run.prompts),
+            "vocabulary": vocab_line(a.vocab_resize)}
+
+
+def vocab_line(r: VocabResize | None) -> str | None:
+    """The adapter card's "vocabulary" row for an adapter trained with added tokens (None: not resized)."""
+    if r is None:
+        return None
+    listed = ", ".join(r.added[:8]) + (", ..." if r.n_added > len(r.added[:8]) else "")
+    return (f"resized from {r.base_size:,} to {r.size:,} tokens for the adapter's answers ({r.n_added} added: "
+            f"{listed or 'not named'}; {r.how}: {', '.join(r.modules)}; its tokenizer: {r.tokenizer_file}); "
+            "the base's answers use the base's embeddings and tokenizer")
 
 
 def tokenizer_lines(t: TokenizerFiles | None) -> list[str]:

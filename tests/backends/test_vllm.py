@@ -65,8 +65,16 @@ def _with(extra: dict, config: dict | None = None):
 
 
 REFUSED = {
-    "modules_to_save": (_with({"base_model.model.lm_head.weight": [[0.0] * 4]}, {"modules_to_save": ["lm_head"]}),
+    "modules_to_save": (_with({"base_model.model.model.norm.weight": [1.0] * 576}, {"modules_to_save": ["norm"]}),
                         "modules_to_save"),
+    # an adapter trained with added tokens: PEFT's copies of the resized embeddings (the hf backend audits it)
+    "added_tokens": (_with({"base_model.model.lm_head.modules_to_save.weight": [[0.0] * 576] * 2,
+                            "base_model.model.model.embed_tokens.modules_to_save.weight": [[0.0] * 576] * 2},
+                           {"modules_to_save": ["embed_tokens", "lm_head"]}),
+                     "modules_to_save copies of embed_tokens, lm_head"),
+    "trainable_tokens": (_with({"base_model.model.model.embed_tokens.token_adapter.trainable_tokens_delta":
+                                [[0.0] * 576] * 2}, {"trainable_token_indices": [49152, 49153]}),
+                         "trainable_token_indices"),
     "dora_magnitudes": (_with({"base_model.model.model.layers.0.self_attn.q_proj.lora_magnitude_vector": [1.0] * 576,
                                "base_model.model.model.layers.1.self_attn.q_proj.lora_magnitude_vector": [1.0] * 576}),
                         "DoRA"),
@@ -79,7 +87,7 @@ REFUSED = {
 }
 
 #: what the hf backend audits although vLLM cannot serve it
-HF_CAN = {"dora_magnitudes", "lm_head_lora"}
+HF_CAN = {"dora_magnitudes", "lm_head_lora", "added_tokens", "trainable_tokens"}
 
 
 @pytest.mark.parametrize("kind", sorted(REFUSED))
@@ -99,7 +107,7 @@ def test_what_vllm_cannot_serve_is_named(kind, tmp_path):
 
 
 @needs_vllm
-@pytest.mark.parametrize("kind", ["modules_to_save", "lm_head_lora"])  # the CLI path is the same for every kind
+@pytest.mark.parametrize("kind", ["modules_to_save", "lm_head_lora", "added_tokens"])  # one CLI path for every kind
 def test_backend_vllm_refuses_before_loading(kind, tmp_path):
     make, phrase = REFUSED[kind]
     adapter = make(tmp_path / kind)
