@@ -74,6 +74,9 @@ def _comparable(r: dict) -> dict:
     for k in ("created_at", "timings", "cache", "generated", "new_tokens", "model_loaded"):
         r["run"].pop(k)
     r["base"].pop("path")
+    for p in r["run"].get("prompts", {}).values():  # the base folder's path again (it is under each cache)
+        for k in ("template_file", "tokenizer_path"):
+            p.pop(k, None)
     return r
 
 

@@ -8,7 +8,9 @@ parsed configs); fields marked ``metadata={"omit_none": True}`` are left out whe
 
 :func:`from_plain` is the way back, driven by the field types: nested records, lists,
 tuples and dicts of records are rebuilt; a key the data lacks takes the field's default;
-a key the record does not know is dropped. It trusts its input to be valid (results.json is
+a key the record does not know is dropped. A float that is not finite (NaN: a metric no item scored)
+is written as ``null`` — results.json stays strict JSON — and read back as NaN where the field is a
+plain ``float``. It trusts its input to be valid (results.json is
 checked against the shipped JSON Schema first, :mod:`auditor.reports.results_file`).
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import types
 import typing
 from typing import Any
@@ -37,6 +40,8 @@ def to_plain(obj: Any) -> Any:
         return [to_plain(v) for v in obj]
     if isinstance(obj, dict):
         return {k: to_plain(v) for k, v in obj.items()}
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
     return obj
 
 
@@ -47,7 +52,7 @@ def _hints(cls: type) -> dict[str, Any]:
 
 def _convert(tp: Any, value: Any) -> Any:
     if value is None:
-        return None
+        return math.nan if tp is float else None
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
         for arg in typing.get_args(tp):

@@ -285,3 +285,26 @@ def test_a_limited_run_says_so_next_to_its_verdict():
     banner = render_html(_typed(r)).split("<main>")[0]
     assert "<b>--limit 3</b>: at most 3 items per capability: a quick check" in banner
     assert "> **--limit 3:** at most 3 items per capability" in render_summary_md(_typed(r))
+
+
+def test_a_metric_no_item_scored_is_written_as_null_and_read_back(tmp_path):
+    """A comparison whose base/adapter values are NaN (no item of the capability was scored on the
+    metric) is written as JSON null: results.json stays strict JSON, valid against the schema, and
+    `audit report` can read it back (NaN again in the typed record, rendered as before)."""
+    import math
+
+    from auditor.results import AuditResult
+
+    r = AuditResult.from_dict(_results())
+    c = r.comparisons[0]
+    c.base = c.adapter = c.delta = math.nan
+    paths = write_reports(r, tmp_path / "out")
+
+    def no_nan(name):
+        raise AssertionError(f"results.json holds {name}")
+    data = json.loads(paths["results.json"].read_text(), parse_constant=no_nan)
+    assert [data["comparisons"][0][k] for k in ("base", "adapter", "delta")] == [None, None, None]
+    assert schema_error(data) is None
+    back = load_results(paths["results.json"])
+    assert all(math.isnan(getattr(back.comparisons[0], k)) for k in ("base", "adapter", "delta"))
+    write_reports(back, tmp_path / "again")  # re-rendering works on it
