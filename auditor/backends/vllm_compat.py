@@ -88,10 +88,13 @@ def check_vllm_servable(weights: Path, cfg: AdapterConfig, tensors: list[Adapter
 
 def vllm_lora_ranks() -> tuple[int, ...]:
     """The ``max_lora_rank`` values the installed vLLM accepts."""
+    from .vllm_setup import quiet_vllm
+
     try:
         from typing import get_args
 
-        from vllm.config.lora import MaxLoRARanks
+        with quiet_vllm():  # vLLM's first import prints before its logging is set up
+            from vllm.config.lora import MaxLoRARanks
 
         ranks = tuple(sorted(int(r) for r in get_args(MaxLoRARanks)))
         return ranks or FALLBACK_LORA_RANKS

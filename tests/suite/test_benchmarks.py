@@ -220,6 +220,7 @@ def test_allocate_is_proportional():
     assert sum(allocate(list(MMLU_KEPT.values()), 100)) == 100
 
 
+@needs_shared
 def test_stratified_sample_is_deterministic_and_proportional():
     rows = read_mmlu_redux(MMLU).rows
     a = sample_rows(rows, 100, "subject", seed=0)
