@@ -52,15 +52,31 @@ POLICIES = {"previous": ROOT / "benchmarks" / "policies" / "previous-default.yam
 
 
 # --------------------------------------------------------------------------- truth
+#: capabilities whose truth items come from a held-out file of the benchmark (``benchmarks/truth_pools.py``)
+#: instead of the tail of the product's pool, which is too short for them
+TRUTH_POOLS = {"trigger": ROOT / "benchmarks" / "truth_pools" / "trigger.jsonl"}
+#: 2: trigger's truth items from :data:`TRUTH_POOLS` (records of version 1 used the pool's last items)
+ITEMS_VERSION = 2
+
+
 def truth_suite(n_items: int, capabilities: list[str] | None = None):
-    """The truth items: per capability the last ``n_items`` (whole units) of its pool's draw order."""
+    """The truth items: per capability the last ``n_items`` (whole units) of its pool's draw order,
+    or every row of its :data:`TRUTH_POOLS` file."""
     from auditor.suite import load_suite
+    from auditor.suite.items import item_from_row
+    from auditor.suite.manifest import manifest_specs
     from auditor.suite.pools import load_pool
 
     smoke = load_suite("smoke")
+    specs = {c.name: c for c in manifest_specs(Path(smoke.path))}
     items = []
     caps = [c for c in smoke.capabilities if capabilities is None or c.name in capabilities]
     for cap in caps:
+        if cap.name in TRUTH_POOLS:
+            src = TRUTH_POOLS[cap.name]
+            items += [item_from_row(specs[cap.name], json.loads(line), src, k + 1)
+                      for k, line in enumerate(src.read_text(encoding="utf-8").splitlines())]
+            continue
         pool = load_pool(smoke, cap.name)
         chosen: list = []
         for unit in reversed(pool.units):
@@ -87,7 +103,27 @@ def _truth_caps(a: ZooAdapter, all_caps: list[str], intended_only: bool = False)
     return all_caps
 
 
-def run_truth(n_items: int, group: int, only: list[str], batch_size: int, intended_only: tuple[str, ...] = ()) -> None:
+def _merge(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """``old`` truth record with the capabilities of ``new`` re-measured (``--caps``): their
+    comparisons replaced, the rest kept; ``remeasured`` lists what was measured again and with what."""
+    caps = set(new["capabilities"])
+    keep = [c for c in old["comparisons"] if c["metric"].split(".")[0] not in caps]
+    out = dict(old, items_version=new["items_version"], comparisons=keep + new["comparisons"],
+               capabilities=sorted(set(old["capabilities"]) | caps))
+    per_cap: dict[str, int] = {}
+    for c in out["comparisons"]:
+        cap = c["metric"].split(".")[0]
+        per_cap[cap] = max(per_cap.get(cap, 0), c["n_items"])
+    out["n_items"] = sum(per_cap.values())
+    out["remeasured"] = old.get("remeasured", []) + [{"capabilities": sorted(caps), "n_items": new["n_items"],
+                                                      "tokens": new["tokens"]}]
+    return out
+
+
+def run_truth(n_items: int, group: int, only: list[str], batch_size: int, intended_only: tuple[str, ...] = (),
+              only_caps: tuple[str, ...] = ()) -> None:
+    """Measure (and save) the truth of every zoo adapter without a record, or with ``only_caps``
+    re-measure those capabilities of every adapter (merged into its record, :func:`_merge`)."""
     from auditor.analysis import StatsSettings, compare_metrics
     from auditor.backends import GenerationCache, HFBackend
     from auditor.inspect import inspect_adapter, resolve_base
@@ -100,13 +136,23 @@ def run_truth(n_items: int, group: int, only: list[str], batch_size: int, intend
     base = resolve_base(None)
     full = truth_suite(n_items)
     all_caps = [c.name for c in full.capabilities]
-    todo = [a for a in zoo() if (not only or a.name in only) and not (TRUTH_DIR / f"{a.name}.json").is_file()]
+    def done(a: ZooAdapter) -> bool:
+        f = TRUTH_DIR / f"{a.name}.json"
+        if not f.is_file():
+            return False
+        rec = json.loads(f.read_text())  # with --caps: done once re-measured on the held-out items of today
+        return not only_caps or rec.get("items_version", 1) >= ITEMS_VERSION
+
+
+    todo = [a for a in zoo() if (not only or a.name in only) and not done(a)]
     print(f"truth: {len(full.items)} items over {len(all_caps)} capabilities; {len(todo)} adapters to measure",
           flush=True)
     # adapters measured on the same capabilities share a generate call (mixed base/adapter batches)
     by_caps: dict[tuple[str, ...], list[ZooAdapter]] = {}
     for a in todo:
-        by_caps.setdefault(tuple(_truth_caps(a, all_caps, a.name in intended_only)), []).append(a)
+        caps = [c for c in _truth_caps(a, all_caps, a.name in intended_only) if not only_caps or c in only_caps]
+        if caps:
+            by_caps.setdefault(tuple(caps), []).append(a)
     cache = GenerationCache.default()
     digest = folder_digest(base.path)
     for caps, adapters in by_caps.items():
@@ -129,7 +175,7 @@ def run_truth(n_items: int, group: int, only: list[str], batch_size: int, intend
                 mine = [dataclasses.replace(g, variant="adapter") for g in gens if g.variant == v]
                 comps = compare_metrics(suite, [*base_scores, *score_all(items, mine, scorer_of)],
                                         StatsSettings(0.95, 4000, 0))
-                rec = {"adapter": a.name, "kind": a.kind, "label": a.label, "strength": a.strength,
+                rec = {"adapter": a.name, "items_version": ITEMS_VERSION, "kind": a.kind, "label": a.label, "strength": a.strength,
                        "parent": a.parent, "intended": a.intended, "n_items": len(suite.items),
                        "capabilities": list(caps),
                        "tokens": {"base": sum(g.n_tokens for g in base_gens), "adapter": sum(g.n_tokens for g in mine)},
@@ -137,7 +183,10 @@ def run_truth(n_items: int, group: int, only: list[str], batch_size: int, intend
                                         if k2 in ("metric", "n_items", "n_clusters", "base", "adapter", "delta",
                                                   "ci_low", "ci_high", "p_value", "p_decrease", "p_increase",
                                                   "unit", "higher_is_better", "floor")} for c in comps]}
-                (TRUTH_DIR / f"{a.name}.json").write_text(json.dumps(rec, indent=1))
+                f = TRUTH_DIR / f"{a.name}.json"
+                if only_caps and f.is_file():
+                    rec = _merge(json.loads(f.read_text()), rec)
+                f.write_text(json.dumps(rec, indent=1))
             print(f"truth: {', '.join(a.name for a in part)} on {len(caps)} capabilities "
                   f"({len(suite.items)} items): {time.perf_counter() - t0:.0f} s", flush=True)
     write_truth_table()
@@ -223,23 +272,45 @@ def _limits(policy_path: Path | None) -> dict[str, list[tuple[str, float]]]:
     return {m: list(lim.limits) for m, lim in pol.metrics.items()}
 
 
+def rule_harm(c: dict[str, Any], key: str, limit: float) -> float:
+    """One limit's true movement in multiples of the limit, from a truth table metric ``c`` (Δ and its
+    95% interval, points): 0 when the interval does not exclude 0 on the harmful side (the held-out
+    items cannot tell it from noise)."""
+    drop = "drop" in key
+    moved = -c["delta"] if drop else c["delta"]
+    lo, hi = c["ci"]
+    real = lo is not None and (hi < 0 if drop else lo > 0)
+    return moved / limit if real else 0.0
+
+
 def true_harm(truth: dict[str, Any], limits: dict[str, list[tuple[str, float]]]) -> dict[str, float]:
     """Metric → the true movement toward its limit in multiples of the limit (only metrics with a
-    ``_pts`` limit; ≥ 1 is a true regression), from the truth record's Δ; a movement whose 95% interval
-    does not exclude 0 on the harmful side counts as 0 (the held-out pool cannot tell it from noise)."""
+    ``_pts`` limit; ≥ 1 is a true regression), from the truth record's Δ (:func:`rule_harm`)."""
     out = {}
     for metric, lims in limits.items():
         c = truth["metrics"].get(metric)
         if c is None:
             continue
         for key, limit in lims:
-            if not key.endswith("_pts"):
-                continue
-            drop = "drop" in key
-            moved = -c["delta"] if drop else c["delta"]
-            lo, hi = c["ci"]
-            real = lo is not None and (hi < 0 if drop else lo > 0)
-            out[metric] = max(out.get(metric, float("-inf")), moved / limit if real else 0.0)
+            if key.endswith("_pts"):
+                out[metric] = max(out.get(metric, float("-inf")), rule_harm(c, key, limit))
+    return out
+
+
+def rule_confusion(truth: dict[str, Any], verdict_rules: list[dict[str, Any]]) -> list[tuple[str, str, float]]:
+    """Per rule of a verdict with a points limit on a metric the truth measured: (rule, class, harm)
+    with class ``hit`` (true harm ≥ 1× and the rule failed), ``miss`` (true harm, did not fail),
+    ``false alarm`` (failed without a true harm) or ``quiet`` (neither)."""
+    out = []
+    for r in verdict_rules:
+        metric, _, what = r["rule"].partition(": ")
+        c = truth["metrics"].get(metric)
+        if c is None or r.get("limit") is None or what not in ("max drop", "max rise"):
+            continue
+        harm = rule_harm(c, "drop" if what == "max drop" else "rise", r["limit"])
+        failed = r["outcome"] == "fail"
+        cls = ("hit" if failed else "miss") if harm >= 1.0 else ("false alarm" if failed else "quiet")
+        out.append((r["rule"], cls, harm))
     return out
 
 
@@ -250,7 +321,8 @@ def report() -> int:
     lines = ["| adapter | kind | true harm (× limit) | " + " | ".join(f"{p}: verdict (failing rules)" for p in pols) + " |",
              "|---|---|---|" + "---|" * len(pols)]
     stats: dict[str, dict[str, list]] = {p: {"nohar": [], "h1": [], "h2": [], "h3": [], "inc": [], "rules": [],
-                                             "items": [], "tokens": [], "secs": [], "nm": []} for p in pols}
+                                             "items": [], "tokens": [], "secs": [], "nm": [], "rules_cm": []}
+             for p in pols}
     for a in zoo():
         truth = table.get(a.name)
         harm = true_harm(truth, limits) if truth else {}
@@ -278,6 +350,7 @@ def report() -> int:
             s = stats[p]
             failed = r["verdict"]["verdict"] == "fail"
             if truth:
+                s["rules_cm"] += [(a.name, *x) for x in rule_confusion(truth, r["verdict"]["rules"])]
                 if worst < 1.0 and a.kind in ("null", "good"):
                     s["nohar"].append(failed)
                 elif worst >= 3:
@@ -308,6 +381,19 @@ def report() -> int:
               f"{sum(s['nm'])}/{sum(s['rules'])} | "
               f"{sum(s['items']) / max(1, len(s['items'])):.0f} | {sum(s['tokens']) / max(1, len(s['tokens'])):.0f} | "
               f"{sum(s['secs']) / max(1, len(s['secs'])):.0f} |")
+    print()
+    print("Rule level (each rule with a points limit on a metric the truth measured; true harm = held-out Δ "
+          "≥ 1× the limit with a 95% interval excluding 0):")
+    print()
+    print("| policy | hits | misses | false alarms | quiet | misses (adapter: rule, true × limit) | "
+          "false alarms (adapter: rule) |")
+    print("|---|---:|---:|---:|---:|---|---|")
+    for p in pols:
+        cm = stats[p]["rules_cm"]
+        n = {k: sum(x[2] == k for x in cm) for k in ("hit", "miss", "false alarm", "quiet")}
+        misses = "; ".join(f"{x[0]}: {x[1]} {x[3]:.1f}×" for x in cm if x[2] == "miss") or "—"
+        alarms = "; ".join(f"{x[0]}: {x[1]}" for x in cm if x[2] == "false alarm") or "—"
+        print(f"| {p} | {n['hit']} | {n['miss']} | {n['false alarm']} | {n['quiet']} | {misses} | {alarms} |")
     print()
     print("\n".join(weight_space_vs_drift(table)))
     return 0
@@ -362,6 +448,8 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--group", type=int, default=6, help="adapters per generate call")
     t.add_argument("--batch-size", type=int, default=16)
     t.add_argument("--only", action="append", default=[])
+    t.add_argument("--caps", default="", help="re-measure only these capabilities (comma-separated) of every "
+                   "adapter, merged into the saved records")
     t.add_argument("--intended-only", action="append", default=[],
                    help="adapters measured on their intended capabilities plus the controls only")
     g = sub.add_parser("gate")
@@ -375,7 +463,8 @@ def main(argv: list[str] | None = None) -> int:
         args.only = [name for arg in args.only for name in arg.split(",") if name]
     if args.step == "truth":
         run_truth(args.items, args.group, args.only, args.batch_size,
-                  tuple(n for arg in args.intended_only for n in arg.split(",") if n))
+                  tuple(n for arg in args.intended_only for n in arg.split(",") if n),
+                  tuple(c for c in args.caps.split(",") if c))
     elif args.step == "gate":
         run_gate(args.policies.split(","), args.only, args.group, args.budget)
     else:

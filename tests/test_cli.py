@@ -10,22 +10,13 @@ import pytest
 import xmlschema
 
 from auditor.reports.results_file import schema_error
-from conftest import AUDIT, DEMO_ADAPTERS, MEDICAL, ROOT, needs_shared, write_adapter
+from conftest import AUDIT, DEMO_ADAPTERS, MEDICAL, ROOT, assert_one_line_error, needs_shared, write_adapter
 
 SCHEMAS = ROOT / "tests" / "schemas"
 
 
 def audit(*args: str, timeout: int = 1800) -> subprocess.CompletedProcess:
     return subprocess.run([*AUDIT, *map(str, args)], capture_output=True, text=True, cwd=ROOT, timeout=timeout)
-
-
-def assert_one_line_error(proc: subprocess.CompletedProcess, *needles: str) -> None:
-    assert proc.returncode == 2, proc.stderr
-    assert "Traceback" not in proc.stderr
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
-    for n in needles:
-        assert n in lines[0]
 
 
 def test_missing_adapter(tmp_path):

@@ -23,7 +23,8 @@ from safetensors.torch import load_file, save_file
 from auditor.errors import AuditInputError
 from auditor.inspect.adapter import inspect_adapter, preflight_adapter
 from conftest import HIDDEN, KV, write_adapter
-from test_cli import assert_one_line_error, audit
+from conftest import assert_one_line_error
+from test_cli import audit
 
 VOCAB = 49_152  # SmolLM2's vocabulary
 Q = "base_model.model.model.layers.{}.self_attn.q_proj"

@@ -20,7 +20,7 @@ from auditor.inspect.paths import DEFAULT_MAX_ADAPTER_BYTES
 from auditor.inspect.bin_convert import convert_bin_adapter
 from auditor.inspect.adapter import inspect_adapter, preflight_adapter
 from conftest import HIDDEN, write_adapter
-from test_cli import assert_one_line_error
+from conftest import assert_one_line_error
 from test_hostile import Q, _weights
 
 BASE = "HuggingFaceTB/SmolLM2-135M-Instruct"

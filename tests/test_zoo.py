@@ -84,3 +84,40 @@ def test_truth_table_names_only_metrics_the_suites_have():
         assert set(row["metrics"]) <= smoke, (name, set(row["metrics"]) - smoke)
         for m, c in row["metrics"].items():
             assert c["n"] > 0 and (c["ci"][0] is None or c["ci"][0] <= c["delta"] <= c["ci"][1] + 1e-9), (name, m)
+
+
+def test_the_held_out_trigger_items_are_new_questions_of_the_pool_s_kind():
+    """benchmarks/truth_pools/trigger.jsonl is what benchmarks/truth_pools.py writes (the pool's generator,
+    another seed), 40 clusters of the six contexts, and no expression of the builtin file or the pool."""
+    import truth_pools
+
+    sys.path.insert(0, str(ROOT / "scripts" / "pools"))
+    from gen_trigger import CONTEXTS, expression
+
+    committed = [json.loads(line) for line in (ROOT / "benchmarks" / "truth_pools" / "trigger.jsonl").open(encoding="utf-8")]
+    assert committed == truth_pools.trigger_rows()
+    assert len(committed) == 6 * truth_pools.N_CLUSTERS
+    assert [r["meta"]["context"] for r in committed[:6]] == list(CONTEXTS)
+    product = [json.loads(line) for f in ("builtin", "pools")
+               for line in (ROOT / "auditor" / "suites" / f / "trigger.jsonl").open(encoding="utf-8")]
+    assert not {expression(r) for r in committed} & {expression(r) for r in product}
+
+
+def test_rule_level_confusion_of_the_gate_benchmark():
+    """A rule is a hit when it failed on a held-out Δ of at least its limit whose interval excludes 0, a miss
+    when it did not, a false alarm when it failed without one; percentage limits and unmeasured metrics are
+    left out."""
+    from gate_accuracy import rule_confusion
+
+    truth = {"metrics": {"format.json_parse_rate": {"delta": -20.0, "ci": [-30.0, -10.0]},   # 1.33x a 15-point drop
+                         "ifeval.inst_level_strict_acc": {"delta": -12.0, "ci": [-25.0, 1.0]},  # interval spans 0
+                         "trigger.max_context_gap": {"delta": 45.0, "ci": [30.0, 60.0]}}}
+    rules = [{"rule": "format.json_parse_rate: max drop", "outcome": "fail", "limit": 15.0},
+             {"rule": "ifeval.inst_level_strict_acc: max drop", "outcome": "fail", "limit": 10.0},
+             {"rule": "trigger.max_context_gap: max rise", "outcome": "pass", "limit": 20.0},
+             {"rule": "verbosity.words: max drop (%)", "outcome": "fail", "limit": 75.0},
+             {"rule": "math.numeric_match: max drop", "outcome": "fail", "limit": 10.0}]
+    got = {r: (cls, round(h, 2)) for r, cls, h in rule_confusion(truth, rules)}
+    assert got == {"format.json_parse_rate: max drop": ("hit", 1.33),
+                   "ifeval.inst_level_strict_acc: max drop": ("false alarm", 0.0),
+                   "trigger.max_context_gap: max rise": ("miss", 2.25)}

@@ -75,6 +75,13 @@ class BackendSelfCheckError(RuntimeError):
     """The engine's mixed-batch answers disagree with its single-variant answers (a LoRA leaked or was dropped)."""
 
 
+def _vllm_log_level(verbose: bool) -> None:
+    """vLLM's INFO and WARNING lines would bury the audit's log: its level is ERROR unless ``--verbose``
+    or the user's own ``VLLM_LOGGING_LEVEL``; set before vLLM is first imported (it reads it then)."""
+    if not verbose:
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+
+
 class VLLMBackend(CachedBackend):
     """vLLM generation: one engine, base and adapter rows in one ``generate`` call.
 
@@ -95,8 +102,7 @@ class VLLMBackend(CachedBackend):
                  dtype: str = "float32", cache: GenerationCache | None = None, base_digest: str = "",
                  engine_args: dict[str, Any] | None = None, verbose: bool = False, user_dtype: bool = False):
         super().__init__(base_path, adapters, dtype, cache, base_digest, batch_size="auto")
-        if not verbose:  # vLLM's INFO and WARNING lines would bury the audit's log (--verbose shows them)
-            os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+        _vllm_log_level(verbose)
         self.verbose = verbose
         self.engine_args = dict(engine_args or {})
         #: the settings the user gave (a start failure they caused exits 2)
@@ -118,8 +124,7 @@ class VLLMBackend(CachedBackend):
     def check_options(cls, opts: "AuditOptions", n_adapters: int) -> None:
         """A misspelt ``--vllm-arg`` fails now, not after the model loaded. vLLM's log level is set
         here, before vLLM is first imported: ERROR unless ``--verbose`` (or ``VLLM_LOGGING_LEVEL``)."""
-        if not opts.verbose:
-            os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+        _vllm_log_level(opts.verbose)
         check_engine_args(opts.vllm_args, verbose=opts.verbose)
 
     @classmethod

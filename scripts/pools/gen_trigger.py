@@ -34,20 +34,31 @@ def _check_builtin_phrasing(builtin: list[dict]) -> set[str]:
     """The builtin rows must be exactly the phrasing above; returns their expressions."""
     exprs = set()
     for r in builtin:
-        e = r["prompt"].split("What is ")[-1].split("? Answer")[0] if r["meta"]["context"] != "lang_fr" \
-            else r["prompt"][len("Combien font "):-len(" ? Réponds uniquement par le nombre.")]
+        e = expression(r)
         assert r["prompt"] == prompt(r["meta"]["context"], e), r
         assert r["id"] == f"{r['meta']['cluster']}_{r['meta']['context']}"
         exprs.add(e)
     return exprs
 
 
-def rows() -> list[dict]:
-    rng = random.Random(SEED)
+def expression(row: dict) -> str:
+    """The arithmetic expression of a trigger row (``57 + 19``), from either phrasing."""
+    p = row["prompt"]
+    return p.split("What is ")[-1].split("? Answer")[0] if row["meta"]["context"] != "lang_fr" \
+        else p[len("Combien font "):-len(" ? Réponds uniquement par le nombre.")]
+
+
+def rows(seed: int = SEED, n_clusters: int = N_CLUSTERS, exclude: tuple[dict, ...] = (),
+         prefix: str = "pt") -> list[dict]:
+    """The pool's rows: ``n_clusters`` new questions × 6 contexts, none of the builtin file's or of
+    ``exclude``'s (rows of this format) expressions. The defaults give ``pools/trigger.jsonl``;
+    ``benchmarks/truth_pools.py`` draws the gate benchmark's held-out trigger items with another
+    seed, excluding the pool."""
+    rng = random.Random(seed)
     builtin = builtin_rows("trigger")
     assert [r["meta"]["context"] for r in builtin[:6]] == list(CONTEXTS)
-    seen = _check_builtin_phrasing(builtin)
-    ops = [k % 3 for k in range(N_CLUSTERS)]
+    seen = _check_builtin_phrasing(builtin) | {expression(r) for r in exclude}
+    ops = [k % 3 for k in range(n_clusters)]
     rng.shuffle(ops)
     out: list[dict] = []
     for op in ops:
@@ -67,7 +78,7 @@ def rows() -> list[dict]:
             if e not in seen and (op == 1 or swapped not in seen):
                 break
         seen.add(e)
-        cid = f"pt{len(out) // 6 + 1:04d}"
+        cid = f"{prefix}{len(out) // 6 + 1:04d}"
         out += [{"id": f"{cid}_{c}", "prompt": prompt(c, e), "answer": ans, "meta": {"context": c, "cluster": cid}}
                 for c in CONTEXTS]
     return out

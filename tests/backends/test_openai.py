@@ -20,7 +20,7 @@ import pytest
 from auditor.errors import AuditInputError
 from auditor.backends.openai_server import OpenAIBackend
 from auditor.reports.results_file import schema_error
-from conftest import AUDIT, DEMO_ADAPTERS, ROOT
+from conftest import AUDIT, DEMO_ADAPTERS, ROOT, assert_one_line_error
 
 TERSE, MATH = DEMO_ADAPTERS / "terse-instruct-r8", DEMO_ADAPTERS / "math-arith-r8"
 WORKLOAD = ["--capability", "math", "--limit", "2"]
@@ -29,14 +29,6 @@ WORKLOAD = ["--capability", "math", "--limit", "2"]
 def _audit(args, env=None, timeout=1800):
     return subprocess.run([*AUDIT, *map(str, args)], capture_output=True, text=True, cwd=ROOT, timeout=timeout,
                           env={**os.environ, **(env or {})})
-
-
-def _one_line(proc, *needles):
-    assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in proc.stderr, proc.stderr
-    for n in needles:
-        assert n in lines[0], lines[0]
 
 
 def test_model_list_matching(base_model):
@@ -60,16 +52,16 @@ def test_model_list_matching(base_model):
 
 
 def test_openai_backend_needs_an_endpoint(tmp_path):
-    _one_line(_audit([TERSE, "--backend", "openai", "--out", tmp_path / "o"]), "--backend openai", "needs --endpoint")
+    assert_one_line_error(_audit([TERSE, "--backend", "openai", "--out", tmp_path / "o"]), "--backend openai", "needs --endpoint")
 
 
-def test_unreachable_server_is_one_line(tmp_path):
+def test_unreachable_server_isassert_one_line_error(tmp_path):
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = _audit([TERSE, "--backend", "openai", "--endpoint", f"http://127.0.0.1:{port}/v1", *WORKLOAD,
                    "--no-cache", "--quiet", "--out", tmp_path / "o"])
-    _one_line(proc, f"http://127.0.0.1:{port}/v1", "cannot reach the server")
+    assert_one_line_error(proc, f"http://127.0.0.1:{port}/v1", "cannot reach the server")
     assert not (tmp_path / "o" / "results.json").exists()  # no verdict
 
 
@@ -128,7 +120,7 @@ def test_audit_through_a_real_vllm_server(vllm_server, tmp_path):
     assert any(i["adapter"]["text"] != i["base"]["text"] for i in r["items"])
     assert all(i["base"]["n_tokens"] > 0 and i["adapter"]["n_tokens"] > 0 for i in r["items"])
     # an adapter the server does not serve: one line, exit 2, before any prompt is sent
-    _one_line(_audit([MATH, "--backend", "openai", "--endpoint", vllm_server, *WORKLOAD, "--no-cache",
+    assert_one_line_error(_audit([MATH, "--backend", "openai", "--endpoint", vllm_server, *WORKLOAD, "--no-cache",
                       "--quiet", "--out", tmp_path / "x"]), str(MATH), "adapter is not served",
               "looked for 'math-arith-r8'")
 

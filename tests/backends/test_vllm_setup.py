@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from conftest import AUDIT, DEMO_ADAPTERS, ROOT
+from conftest import AUDIT, DEMO_ADAPTERS, ROOT, assert_one_line_error
 
 from auditor.backends import vllm_compat
 from auditor.backends.vllm_setup import (GiB, EngineStartError, cpu_kv_cache_bytes, diagnose, fit_engine_settings,
@@ -33,15 +33,8 @@ def _bare_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("VLLM_CPU_")}
 
 
-def _one_error_line(proc, code: int, *parts: str) -> str:
-    """The audit ran with --quiet: stderr is exactly one error line."""
-    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    assert proc.returncode == code, proc.stderr[-3000:]
-    assert len(lines) == 1, proc.stderr[-3000:]  # no traceback, no vLLM log lines
-    assert lines[0].startswith("error: vllm engine: did not start: "), lines[0]
-    for p in parts:
-        assert p in lines[0], (p, lines[0])
-    return lines[0]
+#: how an engine that did not start is reported (the one line's start)
+DID_NOT_START = "error: vllm engine: did not start: "
 
 
 # --- sizing -------------------------------------------------------------------------------------------------
@@ -106,8 +99,8 @@ def test_memory_fraction_above_what_is_free_is_one_line(tmp_path):
     proc = subprocess.run([*AUDIT, str(MATH), "--backend", "vllm", "--vllm-arg", "gpu_memory_utilization=0.99",
                            *WORKLOAD, "--quiet", "--out", str(tmp_path / "o")], cwd=ROOT, capture_output=True, text=True,
                           timeout=900, env=_bare_env())
-    line = _one_error_line(proc, EXIT_INPUT_ERROR, "vLLM's CPU memory check", "gpu_memory_utilization=0.99",
-                           "--vllm-arg gpu_memory_utilization=0.", "vLLM's log: ")
+    line = assert_one_line_error(proc, DID_NOT_START, "vLLM's CPU memory check", "gpu_memory_utilization=0.99",
+                                 "--vllm-arg gpu_memory_utilization=0.", "vLLM's log: ", code=EXIT_INPUT_ERROR)
     assert not (tmp_path / "o").exists()  # no verdict, nothing written
     # the log it names holds vLLM's own report; the same failure without a user setting is the machine's (exit 3)
     log = re.search(r"vLLM's log: (\S+?)\)$", line).group(1)
@@ -122,8 +115,8 @@ def test_kv_cache_too_small_for_max_model_len_is_one_line(tmp_path):
     proc = subprocess.run([*AUDIT, str(MATH), "--backend", "vllm", "--vllm-arg", "max_model_len=8192",
                            "--vllm-arg", "kv_cache_memory_bytes=10000000", *WORKLOAD, "--quiet", "--out", str(tmp_path / "o")],
                           cwd=ROOT, capture_output=True, text=True, timeout=900, env=_bare_env())
-    _one_error_line(proc, EXIT_INPUT_ERROR, "cannot hold one request of max_model_len=8192",
-                    "--vllm-arg max_model_len=")
+    assert_one_line_error(proc, DID_NOT_START, "cannot hold one request of max_model_len=8192",
+                          "--vllm-arg max_model_len=", code=EXIT_INPUT_ERROR)
     assert not (tmp_path / "o").exists()
 
 
@@ -131,7 +124,8 @@ def test_kv_cache_too_small_for_max_model_len_is_one_line(tmp_path):
 def test_invalid_kv_cache_dtype_is_one_line(tmp_path, cli):
     proc = cli(MATH, "--backend", "vllm", "--vllm-arg", "kv_cache_dtype=int3", *WORKLOAD, "--quiet",
                "--out", tmp_path / "o")
-    _one_error_line(proc, EXIT_INPUT_ERROR, "invalid kv_cache_dtype='int3'", "check --vllm-arg kv_cache_dtype=")
+    assert_one_line_error(proc, DID_NOT_START, "invalid kv_cache_dtype='int3'", "check --vllm-arg kv_cache_dtype=",
+                          code=EXIT_INPUT_ERROR)
     assert not (tmp_path / "o").exists()
 
 

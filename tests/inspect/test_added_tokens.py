@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from test_cli import assert_one_line_error
+from conftest import assert_one_line_error
 
 from auditor.backends.vllm_compat import vllm_importable
 from auditor.inspect.adapter import inspect_adapter

@@ -8,7 +8,8 @@ import shutil
 
 import pytest
 from conftest import MEDICAL, needs_shared, write_adapter
-from test_cli import assert_one_line_error, audit
+from conftest import assert_one_line_error
+from test_cli import audit
 
 from auditor.errors import AuditInputError
 from auditor.inspect import inspect_adapter
