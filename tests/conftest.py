@@ -31,7 +31,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
-
 def assert_one_line_error(proc: subprocess.CompletedProcess, *needles: str, code: int = 2) -> str:
     """A refused run: exit ``code`` (2: bad input), stderr exactly one ``error: …`` line (no traceback,
     no library log line) containing every needle; returns that line."""
@@ -42,6 +41,7 @@ def assert_one_line_error(proc: subprocess.CompletedProcess, *needles: str, code
     for n in needles:
         assert n in lines[0], (n, lines[0])
     return lines[0]
+
 
 def _session_cache() -> None:
     """A fresh generation cache per test session (answers are never carried over

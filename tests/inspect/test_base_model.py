@@ -56,28 +56,29 @@ import pytest  # noqa: E402
 @pytest.mark.slow
 def test_conversion_is_a_pure_function_of_the_gguf_file_issue_22(tmp_path, base_model):
     """Issue 22: the converted base folder (its digest keys every cached answer and names the base in
-    every report) must not depend on the environment at conversion time: HF_HUB_OFFLINE set or not,
-    another HF_HOME, another working directory give byte-identical folders and the same digest.
-    A folder an older converter wrote (no converter version in its name) is not reused."""
+    every report) must not depend on the environment at conversion time: a conversion with HF_HUB_OFFLINE
+    unset, another HF_HOME and another working directory gives a folder byte-identical to the session's
+    base (converted offline, from the project root) and the same digest. A folder an older converter
+    wrote (no converter version in its name) is not reused."""
     from pathlib import Path
 
     from auditor.util.hashing import folder_digest
     from auditor.inspect.base_model import locate_default_gguf
     from auditor.util.hashing import sha256_file
 
-    old = tmp_path / "offline" / "models" / f"SmolLM2-135M-Instruct-{sha256_file(locate_default_gguf())[:16]}"
+    old = tmp_path / "online" / "models" / f"SmolLM2-135M-Instruct-{sha256_file(locate_default_gguf())[:16]}"
     old.mkdir(parents=True)
     (old / "config.json").write_text('{"written by": "converter 1"}')
     (tmp_path / "elsewhere").mkdir()
-    p1, d1 = _convert_in(tmp_path / "offline", {"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf1")}, (),
-                         tmp_path)
-    p2, d2 = _convert_in(tmp_path / "online", {"HF_HOME": str(tmp_path / "hf2")},
+    p1, d1 = _convert_in(tmp_path / "online", {"HF_HOME": str(tmp_path / "hf")},
                          ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"), tmp_path / "elsewhere")
+    session = Path(base_model.path)
     assert Path(p1) != old and Path(p1).name.endswith("-c2") and (old / "config.json").is_file()
+    assert Path(p1).name == session.name and Path(p1) != session
     files1 = sorted(f.name for f in Path(p1).iterdir())
-    assert files1 == sorted(f.name for f in Path(p2).iterdir())
+    assert files1 == sorted(f.name for f in session.iterdir())
     for name in files1:
-        assert (Path(p1) / name).read_bytes() == (Path(p2) / name).read_bytes(), name
-    assert d1 == d2 == folder_digest(base_model.path)
+        assert (Path(p1) / name).read_bytes() == (session / name).read_bytes(), name
+    assert d1 == folder_digest(session)
     tok = json.loads((Path(p1) / "tokenizer_config.json").read_text())
     assert not {"local_files_only", "is_local", "cache_dir"} & set(tok)
