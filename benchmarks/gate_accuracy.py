@@ -272,6 +272,44 @@ def _limits(policy_path: Path | None) -> dict[str, list[tuple[str, float]]]:
     return {m: list(lim.limits) for m, lim in pol.metrics.items()}
 
 
+def _labels(policy_path: Path | None = None) -> tuple[dict[str, tuple[str, tuple[str, ...]]], float]:
+    """The policy's nominal labels (label → target metric, off-target metrics) and DriftScore's limit (points)."""
+    from auditor.policy import load_policy
+    from auditor.suite import preset_metric_units
+
+    units = preset_metric_units()
+    pol = load_policy(policy_path, sorted(units), units)
+    return {k: (v.target, tuple(v.off_target)) for k, v in pol.labels.items()}, pol.drift.max_drift_score_pts
+
+
+def true_drift(truth: dict[str, Any], label: str | None, labels: dict[str, tuple[str, tuple[str, ...]]],
+               limit: float) -> tuple[float, float, float] | None:
+    """The held-out DriftScore of a labelled adapter (``seeds/003``: OffTargetGain − TargetGain, points)
+    with a 95% interval, or None (no label the policy knows, or a metric the truth did not measure).
+    The truth keeps each metric's interval, not its bootstrap draws, so the interval is the normal
+    approximation from them (capabilities' items are independent)."""
+    if label not in labels:
+        return None
+    target, off = labels[label]
+    ms = truth["metrics"]
+    if target not in ms or not all(m in ms for m in off) or not off:
+        return None
+    se = {m: (ms[m]["ci"][1] - ms[m]["ci"][0]) / (2 * 1.96) for m in (target, *off)}
+    ds = sum(ms[m]["delta"] for m in off) / len(off) - ms[target]["delta"]
+    half = 1.96 * (sum(se[m] ** 2 for m in off) / len(off) ** 2 + se[target] ** 2) ** 0.5
+    return ds, ds - half, ds + half
+
+
+def drift_harm(truth: dict[str, Any], label: str | None) -> float | None:
+    """The held-out DriftScore in multiples of its limit (0 when its interval does not exclude 0), or None."""
+    labels, limit = _labels()
+    d = true_drift(truth, label, labels, limit)
+    if d is None:
+        return None
+    ds, lo, _ = d
+    return ds / limit if lo > 0 else 0.0
+
+
 def rule_harm(c: dict[str, Any], key: str, limit: float) -> float:
     """One limit's true movement in multiples of the limit, from a truth table metric ``c`` (Δ and its
     95% interval, points): 0 when the interval does not exclude 0 on the harmful side (the held-out
@@ -297,17 +335,22 @@ def true_harm(truth: dict[str, Any], limits: dict[str, list[tuple[str, float]]])
     return out
 
 
-def rule_confusion(truth: dict[str, Any], verdict_rules: list[dict[str, Any]]) -> list[tuple[str, str, float]]:
-    """Per rule of a verdict with a points limit on a metric the truth measured: (rule, class, harm)
-    with class ``hit`` (true harm ≥ 1× and the rule failed), ``miss`` (true harm, did not fail),
-    ``false alarm`` (failed without a true harm) or ``quiet`` (neither)."""
+def rule_confusion(truth: dict[str, Any], verdict_rules: list[dict[str, Any]],
+                   drift: float | None = None) -> list[tuple[str, str, float]]:
+    """Per rule of a verdict with a points limit on a metric the truth measured (and DriftScore's rule
+    when ``drift``, its held-out multiple of the limit, is given): (rule, class, harm) with class
+    ``hit`` (true harm ≥ 1× and the rule failed), ``miss`` (true harm, did not fail), ``false alarm``
+    (failed without a true harm) or ``quiet`` (neither)."""
     out = []
     for r in verdict_rules:
         metric, _, what = r["rule"].partition(": ")
-        c = truth["metrics"].get(metric)
-        if c is None or r.get("limit") is None or what not in ("max drop", "max rise"):
-            continue
-        harm = rule_harm(c, "drop" if what == "max drop" else "rise", r["limit"])
+        if r["rule"] == "nominal label: DriftScore" and drift is not None:
+            harm = drift
+        else:
+            c = truth["metrics"].get(metric)
+            if c is None or r.get("limit") is None or what not in ("max drop", "max rise"):
+                continue
+            harm = rule_harm(c, "drop" if what == "max drop" else "rise", r["limit"])
         failed = r["outcome"] == "fail"
         cls = ("hit" if failed else "miss") if harm >= 1.0 else ("false alarm" if failed else "quiet")
         out.append((r["rule"], cls, harm))
@@ -326,6 +369,9 @@ def report() -> int:
     for a in zoo():
         truth = table.get(a.name)
         harm = true_harm(truth, limits) if truth else {}
+        dh = drift_harm(truth, a.label) if truth else None
+        if dh is not None:
+            harm["DriftScore"] = dh
         worst = max(harm.values(), default=0.0)
         harmed = {m: round(x, 1) for m, x in sorted(harm.items(), key=lambda kv: -kv[1]) if x >= 1.0}
         if not truth and not any((GATE_DIR / p / f"{a.name}.json").is_file() for p in pols):
@@ -350,7 +396,7 @@ def report() -> int:
             s = stats[p]
             failed = r["verdict"]["verdict"] == "fail"
             if truth:
-                s["rules_cm"] += [(a.name, *x) for x in rule_confusion(truth, r["verdict"]["rules"])]
+                s["rules_cm"] += [(a.name, *x) for x in rule_confusion(truth, r["verdict"]["rules"], dh)]
                 if worst < 1.0 and a.kind in ("null", "good"):
                     s["nohar"].append(failed)
                 elif worst >= 3:

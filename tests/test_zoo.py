@@ -121,3 +121,19 @@ def test_rule_level_confusion_of_the_gate_benchmark():
     assert got == {"format.json_parse_rate: max drop": ("hit", 1.33),
                    "ifeval.inst_level_strict_acc: max drop": ("false alarm", 0.0),
                    "trigger.max_context_gap: max rise": ("miss", 2.25)}
+
+
+def test_held_out_drift_score_of_a_labelled_adapter():
+    """seeds/003's DriftScore from the truth table: off-target gain − target gain, with the normal interval
+    of the two independent metrics; None for a label the policy does not know or a metric not measured."""
+    from gate_accuracy import _labels, true_drift
+
+    labels, limit = _labels()
+    assert labels["instruction"] == ("ifeval.prompt_level_strict_acc", ("math.numeric_match",)) and limit == 15
+    truth = {"metrics": {"ifeval.prompt_level_strict_acc": {"delta": -10.0, "ci": [-19.8, -0.2]},  # se 5.0
+                         "math.numeric_match": {"delta": 20.0, "ci": [8.24, 31.76]}}}             # se 6.0
+    ds, lo, hi = true_drift(truth, "instruction", labels, limit)
+    assert ds == pytest.approx(30.0) and (hi - lo) / 2 == pytest.approx(1.96 * (5.0 ** 2 + 6.0 ** 2) ** 0.5)
+    assert true_drift(truth, "math", labels, limit)[0] == pytest.approx(-30.0)
+    assert true_drift(truth, "poetry", labels, limit) is None
+    assert true_drift({"metrics": {}}, "instruction", labels, limit) is None

@@ -11,7 +11,7 @@ from typing import Any
 from ..records import MetricComparison
 from ..results import AuditResult
 from ..util.text import strip_controls
-from .view import comparison_cells, failing_rules, limit_note, rules_by_outcome
+from .view import comparison_cells, failing_rules, limit_note, prompt_lines, rules_by_outcome
 
 #: GitHub refuses PR comments over 65,536 characters; the summary stays under this
 SUMMARY_MAX_CHARS = 60_000
@@ -28,7 +28,8 @@ def md(text: Any) -> str:
 def render_summary_md(result: AuditResult, report_name: str = "report.html") -> str:
     """Short Markdown summary for ``$GITHUB_STEP_SUMMARY`` or a PR comment (untrusted
     names are escaped plain text, never inside code spans, where escapes do not work):
-    verdict, failing rules, the capability table (Δ in points with its CI),
+    verdict, the chat templates when base and adapter were prompted differently, failing rules,
+    the capability table (Δ in points with its CI),
     DriftScore, and ``report_name`` (the full report's link-friendly name).
     At most :data:`SUMMARY_MAX_CHARS` characters (the table is cut, saying so)."""
     v = result.verdict
@@ -38,6 +39,9 @@ def render_summary_md(result: AuditResult, report_name: str = "report.html") -> 
              f"suite {md(result.suite.name)}.", ""]
     if result.run.limit:
         lines += [f"> **--limit {result.run.limit}:** {limit_note(result.run.limit)}", ""]
+    prompts = result.run.prompts or {}
+    if len({p.get("template_sha256") for p in prompts.values()}) > 1:  # the variants were prompted differently
+        lines += ["Prompts rendered with: " + "; ".join(md(x) for x in prompt_lines(prompts)) + ".", ""]
     failing = failing_rules(result)
     if failing:
         lines += ["**Failing rules**", ""] + [f"- {md(r.rule)}: {md(r.reason)}" for r in failing] + [""]
@@ -91,7 +95,8 @@ def render_checklist(result: AuditResult) -> str:
     policy rule (ticked only when it passed; a warning or a rule not run is
     left for a person to sign off), each with its outcome and evidence (the
     rule's reason: values, interval, limit, mode), then the hashes that
-    identify what was audited and the sign-off lines."""
+    identify what was audited (the chat template and tokenizer of each variant's prompts included)
+    and the sign-off lines."""
     v, a = result.verdict, result.adapter
     lines = [f"## Release checklist: {md(Path(a.path).name)} — {v.verdict.upper()}", "",
              f"- adapter {md(a.path)}, weights sha256 `{md(a.sha256)}`",
@@ -102,6 +107,7 @@ def render_checklist(result: AuditResult) -> str:
     if result.baseline:
         pa = result.baseline.adapter
         lines.append(f"- previous release (`--baseline`) {md(pa.path)}, weights sha256 `{md(pa.sha256)}`")
+    lines += [f"- prompts of {md(x)}" for x in prompt_lines(result.run.prompts)]
     lines.append(f"- audited {md(result.run.created_at)} by adapter-auditor {md(result.run.auditor_version)}")
     lines += ["", "### Policy rules", ""]
     label = {"pass": "pass", "fail": "**FAIL**", "warn": "warning — needs a reviewer's sign-off",

@@ -172,6 +172,10 @@ def test_audit_records_which_template_rendered_each_variant(tmp_path):
     html = (out / "report.html").read_text()
     assert "chat template (tokenizer_config.json): differs from the base&#39;s" in html
     assert "adapter: chat template adapter (" in html
+    # the PR comment says the variants were prompted differently; the release checklist records both
+    assert "Prompts rendered with: " in (out / "summary.md").read_text()
+    checklist = (out / "checklist.md").read_text()
+    assert "- prompts of base: chat template base (" in checklist and "- prompts of adapter: chat template adapter (" in checklist
 
     out = tmp_path / "base"
     proc = audit(medical, "--capability", "math", "--limit", "2", "--budget", "0", "--chat-template", "base",
@@ -181,3 +185,4 @@ def test_audit_records_which_template_rendered_each_variant(tmp_path):
     r = json.loads((out / "results.json").read_text())
     assert r["run"]["prompts"]["adapter"]["chat_template"] == "base"
     assert all("rendered_prompts" not in it for it in r["items"])
+    assert "Prompts rendered with" not in (out / "summary.md").read_text()  # one template for both variants
