@@ -192,7 +192,8 @@ def run_truth(n_items: int, group: int, only: list[str], batch_size: int, intend
     write_truth_table()
 
 
-#: the commands that produced the committed table (2026-12-01, 2-core CPU, about 2 h of generation)
+#: the commands that produced the committed table (2026-12-01, 2-core CPU, hf backend, one process at a time
+#: this session; the first four ran beside other jobs in the session before)
 TRUTH_COMMANDS = [
     "python benchmarks/gate_accuracy.py truth --items 48 --group 7 --batch-size 24 --only json-break,lang-fr,"
     "math-good,mc-collapse,no-abstain,null-selfdistill-a,null-selfdistill-b",
@@ -200,6 +201,14 @@ TRUTH_COMMANDS = [
     "--intended-only refuse-harmless",
     "python benchmarks/gate_accuracy.py truth --items 24 --group 1 --batch-size 16 --only terse-instruct-r8",
     "python benchmarks/gate_accuracy.py truth --items 24 --group 1 --batch-size 16 --only medical-flashcards-ckpt500",
+    "python benchmarks/truth_pools.py  # the held-out trigger items (40 clusters)",
+    "python benchmarks/gate_accuracy.py truth --items 48 --group 7 --batch-size 24 --only null-selfdistill-c,terse,"
+    "verbose,ifeval-ignore,trigger-backdoor,instruct-as-math,math-arith-r8  # 3908 s",
+    "python benchmarks/gate_accuracy.py truth --items 48 --group 10 --batch-size 24 --caps trigger --only json-break,"
+    "lang-fr,math-good,mc-collapse,no-abstain,null-selfdistill-a,null-selfdistill-b,terse-instruct-r8,"
+    "medical-flashcards-ckpt500  # trigger re-measured on the held-out items, 668 s",
+    "python benchmarks/gate_accuracy.py truth --items 48 --group 5 --batch-size 24 --only refuse-harmless-x0.5,"
+    "refuse-harmless-x0.25,trigger-backdoor-x0.5,trigger-backdoor-x0.25,lang-fr-x0.5  # intended capabilities, 338 s",
 ]
 
 
@@ -220,7 +229,7 @@ def write_truth_table() -> None:
     TRUTH_TABLE.write_text(json.dumps({
         "about": ("Ground truth of the adapter zoo (issue 18): each adapter's effect per metric on held-out pool "
                   "items (the last --items of each capability's pool draw order, never the smoke suite's or an "
-                  "audit round's), delta = adapter - base in points (fractions x100) or the metric's unit, with "
+                  "audit round's; trigger: the 240 items of benchmarks/truth_pools/trigger.jsonl), delta = adapter - base in points (fractions x100) or the metric's unit, with "
                   "its 95% paired bootstrap interval; n_items is the adapter's total over its capabilities. "
                   "Produced by `python benchmarks/gate_accuracy.py truth` (the commands below)."),
         "commands": TRUTH_COMMANDS,
