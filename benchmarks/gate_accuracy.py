@@ -458,12 +458,14 @@ def _weight_space(a: ZooAdapter) -> dict[str, Any]:
     """The adapter's weight-space pre-screen (results.json ``adapter.weight_space``), computed here so that
     adapters without a gate record (scaled strengths) count too; a few seconds each."""
     from auditor.inspect import inspect_adapter, resolve_base
-    from auditor.inspect.weight_space import weight_space
+    from auditor.inspect.weight_space import cached_weight_space
     from auditor.records import to_plain
+    from auditor.util.hashing import folder_digest
 
     base = resolve_base(None)
     info = inspect_adapter(a.path, base.path, base.name)
-    return to_plain(weight_space(Path(info.weights_file), info.config, base.path, info.ranks))
+    return to_plain(cached_weight_space(Path(info.weights_file), info.config, base.path, info.ranks,
+                                        folder_digest(base.path)))
 
 
 def weight_space_vs_drift(table: dict[str, Any]) -> list[str]:
