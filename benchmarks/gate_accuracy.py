@@ -31,6 +31,7 @@ Three steps, each resumable (every adapter's result is saved as it is finished):
 from __future__ import annotations
 
 import argparse
+import functools
 import dataclasses
 import json
 import sys
@@ -143,7 +144,6 @@ def run_truth(n_items: int, group: int, only: list[str], batch_size: int, intend
         rec = json.loads(f.read_text())  # with --caps: done once re-measured on the held-out items of today
         return not only_caps or rec.get("items_version", 1) >= ITEMS_VERSION
 
-
     todo = [a for a in zoo() if (not only or a.name in only) and not done(a)]
     print(f"truth: {len(full.items)} items over {len(all_caps)} capabilities; {len(todo)} adapters to measure",
           flush=True)
@@ -175,8 +175,8 @@ def run_truth(n_items: int, group: int, only: list[str], batch_size: int, intend
                 mine = [dataclasses.replace(g, variant="adapter") for g in gens if g.variant == v]
                 comps = compare_metrics(suite, [*base_scores, *score_all(items, mine, scorer_of)],
                                         StatsSettings(0.95, 4000, 0))
-                rec = {"adapter": a.name, "items_version": ITEMS_VERSION, "kind": a.kind, "label": a.label, "strength": a.strength,
-                       "parent": a.parent, "intended": a.intended, "n_items": len(suite.items),
+                rec = {"adapter": a.name, "items_version": ITEMS_VERSION, "kind": a.kind, "label": a.label,
+                       "strength": a.strength, "parent": a.parent, "intended": a.intended, "n_items": len(suite.items),
                        "capabilities": list(caps),
                        "tokens": {"base": sum(g.n_tokens for g in base_gens), "adapter": sum(g.n_tokens for g in mine)},
                        "comparisons": [{k2: v2 for k2, v2 in to_plain(c).items()
@@ -229,7 +229,8 @@ def write_truth_table() -> None:
     TRUTH_TABLE.write_text(json.dumps({
         "about": ("Ground truth of the adapter zoo (issue 18): each adapter's effect per metric on held-out pool "
                   "items (the last --items of each capability's pool draw order, never the smoke suite's or an "
-                  "audit round's; trigger: the 240 items of benchmarks/truth_pools/trigger.jsonl), delta = adapter - base in points (fractions x100) or the metric's unit, with "
+                  "audit round's; trigger: the 240 items of benchmarks/truth_pools/trigger.jsonl), delta = "
+                  "adapter - base in points (fractions x100) or the metric's unit, with "
                   "its 95% paired bootstrap interval; n_items is the adapter's total over its capabilities. "
                   "Produced by `python benchmarks/gate_accuracy.py truth` (the commands below)."),
         "commands": TRUTH_COMMANDS,
@@ -272,27 +273,28 @@ def run_gate(policies: list[str], only: list[str], group: int, budget: str) -> N
 
 
 # --------------------------------------------------------------------------- report
-def _limits(policy_path: Path | None) -> dict[str, list[tuple[str, float]]]:
+@functools.lru_cache(maxsize=None)
+def _policy(policy_path: Path | None = None):
+    """The validated policy (``None``: the default), loaded once per process."""
     from auditor.policy import load_policy
     from auditor.suite import preset_metric_units
 
     units = preset_metric_units()
-    pol = load_policy(policy_path, sorted(units), units)
-    return {m: list(lim.limits) for m, lim in pol.metrics.items()}
+    return load_policy(policy_path, sorted(units), units)
+
+
+def _limits(policy_path: Path | None) -> dict[str, list[tuple[str, float]]]:
+    return {m: list(lim.limits) for m, lim in _policy(policy_path).metrics.items()}
 
 
 def _labels(policy_path: Path | None = None) -> tuple[dict[str, tuple[str, tuple[str, ...]]], float]:
     """The policy's nominal labels (label → target metric, off-target metrics) and DriftScore's limit (points)."""
-    from auditor.policy import load_policy
-    from auditor.suite import preset_metric_units
-
-    units = preset_metric_units()
-    pol = load_policy(policy_path, sorted(units), units)
+    pol = _policy(policy_path)
     return {k: (v.target, tuple(v.off_target)) for k, v in pol.labels.items()}, pol.drift.max_drift_score_pts
 
 
-def true_drift(truth: dict[str, Any], label: str | None, labels: dict[str, tuple[str, tuple[str, ...]]],
-               limit: float) -> tuple[float, float, float] | None:
+def true_drift(truth: dict[str, Any], label: str | None,
+               labels: dict[str, tuple[str, tuple[str, ...]]]) -> tuple[float, float, float] | None:
     """The held-out DriftScore of a labelled adapter (``seeds/003``: OffTargetGain − TargetGain, points)
     with a 95% interval, or None (no label the policy knows, or a metric the truth did not measure).
     The truth keeps each metric's interval, not its bootstrap draws, so the interval is the normal
@@ -312,7 +314,7 @@ def true_drift(truth: dict[str, Any], label: str | None, labels: dict[str, tuple
 def drift_harm(truth: dict[str, Any], label: str | None) -> float | None:
     """The held-out DriftScore in multiples of its limit (0 when its interval does not exclude 0), or None."""
     labels, limit = _labels()
-    d = true_drift(truth, label, labels, limit)
+    d = true_drift(truth, label, labels)
     if d is None:
         return None
     ds, lo, _ = d

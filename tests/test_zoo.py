@@ -132,8 +132,8 @@ def test_held_out_drift_score_of_a_labelled_adapter():
     assert labels["instruction"] == ("ifeval.prompt_level_strict_acc", ("math.numeric_match",)) and limit == 15
     truth = {"metrics": {"ifeval.prompt_level_strict_acc": {"delta": -10.0, "ci": [-19.8, -0.2]},  # se 5.0
                          "math.numeric_match": {"delta": 20.0, "ci": [8.24, 31.76]}}}             # se 6.0
-    ds, lo, hi = true_drift(truth, "instruction", labels, limit)
+    ds, lo, hi = true_drift(truth, "instruction", labels)
     assert ds == pytest.approx(30.0) and (hi - lo) / 2 == pytest.approx(1.96 * (5.0 ** 2 + 6.0 ** 2) ** 0.5)
-    assert true_drift(truth, "math", labels, limit)[0] == pytest.approx(-30.0)
-    assert true_drift(truth, "poetry", labels, limit) is None
-    assert true_drift({"metrics": {}}, "instruction", labels, limit) is None
+    assert true_drift(truth, "math", labels)[0] == pytest.approx(-30.0)
+    assert true_drift(truth, "poetry", labels) is None
+    assert true_drift({"metrics": {}}, "instruction", labels) is None
