@@ -20,6 +20,43 @@ from .options import AuditOptions
 from .results import AuditResult
 
 
+def report_folders(adapters: tuple[str, ...], out: Path) -> list[Path]:
+    """The report folder of each adapter (``out`` itself for one, ``out/<folder name>`` for several), each
+    checked before any audit starts.
+
+    Raises:
+        AuditInputError: a folder that cannot hold the reports.
+    """
+    from .reports import check_out_dir, report_folder_names
+
+    folders = [out] if len(adapters) == 1 else [out / n for n in report_folder_names(list(adapters))]
+    for f in folders:
+        check_out_dir(f)
+    return folders
+
+
+def audit_and_report(adapters: tuple[str, ...], opts: AuditOptions, out: Path | None,
+                     log: Callable[[str], Any]) -> tuple[list[AuditResult], list[dict[str, Path]], Path | None]:
+    """Audit ``adapters`` (one base pass) and, with ``out``, write each one's reports and, for several, the
+    index: what :func:`audit_many` and the ``audit`` command share.
+
+    Returns:
+        The results in the order given, each one's report files (report name → path; empty without
+        ``out``) and the index (None for one adapter or without ``out``).
+
+    Raises:
+        AuditInputError: any fault in the inputs, before a verdict.
+    """
+    from .pipeline import run_audits
+    from .reports import write_index, write_reports
+
+    folders = report_folders(adapters, out) if out is not None else []
+    results = run_audits(adapters, opts, log=log)
+    paths = [write_reports(result, folder) for result, folder in zip(results, folders)]
+    index = write_index(results, [f.name for f in folders], out) if out is not None and len(adapters) > 1 else None
+    return results, paths, index
+
+
 def audit_many(adapters: list[str] | tuple[str, ...], *, out: str | Path | None = None,
                log: Callable[[str], Any] | None = None, **options: Any) -> list[AuditResult]:
     """Audit several adapters of one base against one base pass (see :func:`audit`).
@@ -31,22 +68,9 @@ def audit_many(adapters: list[str] | tuple[str, ...], *, out: str | Path | None 
         AuditInputError: any fault in the inputs (one line: ``e.one_line()``), before a verdict.
         TypeError: an unknown option name.
     """
-    from .pipeline import run_audits
-    from .reports import check_out_dir, report_folder_names, write_index, write_reports
-
     opts = AuditOptions(**{"progress": False, **options})
-    adapters = tuple(str(a) for a in adapters)
-    folders: list[Path] = []
-    if out is not None:
-        out = Path(out)
-        folders = [out] if len(adapters) == 1 else [out / n for n in report_folder_names(list(adapters))]
-        for f in folders:
-            check_out_dir(f)
-    results = run_audits(adapters, opts, log=log or (lambda message: None))
-    for result, folder in zip(results, folders):
-        write_reports(result, folder)
-    if out is not None and len(adapters) > 1:
-        write_index(results, [f.name for f in folders], Path(out))
+    results, _, _ = audit_and_report(tuple(str(a) for a in adapters), opts, None if out is None else Path(out),
+                                     log or (lambda message: None))
     return results
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,17 +13,31 @@ from . import __version__
 from .backends import Backend
 from .options import AuditOptions
 from .policy import Policy
-from .records import (AdapterInfo, BaseModel, DriftResult, Generation, MetricComparison, NoiseFloor, Score, Suite,
-                      Verdict)
+from .records import (BaseModel, Budget, DriftResult, Generation, MetricComparison, NoiseFloor, Round, Score, Suite,
+                      Variant, Verdict)
 from .results import (RESULTS_SCHEMA_VERSION, AdapterRecord, Answer, AuditResult, BaselineRecord, BaseRecord,
                       ItemRecord, PolicyRecord, RunRecord, StatisticsRecord, SuiteRecord)
 from .records.plain import to_plain
 from .util.hashing import canonical_sha256
 from .util.versions import package_versions
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
+class BaselineRun:
+    """``--baseline``: the previously approved adapter's variant and its answers to the suite's items
+    (each round's are added per adapter, in :class:`Evidence`)."""
+
+    variant: Variant
+    generations: tuple[Generation, ...]
+    scores: tuple[Score, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class Run:
-    """What one multi-adapter run shares between its adapters' results (the base pass and the setup)."""
+    """What one multi-adapter run shares between its adapters' results (the base pass and the setup).
+
+    Attributes:
+        warnings: what the engine's setup found (every adapter's report carries them).
+    """
 
     opts: AuditOptions
     t_start: float
@@ -32,102 +47,105 @@ class Run:
     base_digest: str
     backend: Backend
     backend_reason: str
-    scorer_of: dict[str, str]
-    base_gens: list[Generation]
-    base_scores: list[Score]
+    scorer_of: Mapping[str, str]
+    base_gens: tuple[Generation, ...]
+    base_scores: tuple[Score, ...]
     noise: NoiseFloor | None
     n_adapters: int
-    hub_of: dict[str, dict]
-    baseline: tuple[AdapterInfo, str, list[Generation], list[Score]] | None = None
+    hub_of: Mapping[str, Mapping[str, Any]]
+    baseline: BaselineRun | None = None
+    warnings: tuple[str, ...] = ()
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class Evidence:
     """What one adapter's audit concluded on, after its last look.
 
     Attributes:
         suite: the suite with every item judged (the suite's own, then each round's).
-        generations, scores: both variants' answers to them (and the ``--baseline`` adapter's,
-            on its "base" side, in ``baseline_generations`` / ``baseline_scores``).
+        generations, scores: the base's and the adapter variant's answers to them (and the ``--baseline``
+            adapter's in ``baseline_generations`` / ``baseline_scores``).
         comparisons, drift, baseline_comparisons, verdict: the last look's analysis and judgement.
-        rounds: one record per look (``look``, items per capability, new items, undecided rules).
+        rounds: one record per look.
         item_round: item id → the look that added it (1 for the suite's own items).
         budget: the escalation budget and what was used of it.
         rounds_s: seconds from the first look to the last (``run.timings.rounds_s``).
     """
 
     suite: Suite
-    generations: list[Generation]
-    scores: list[Score]
-    comparisons: list[MetricComparison]
+    generations: tuple[Generation, ...]
+    scores: tuple[Score, ...]
+    comparisons: tuple[MetricComparison, ...]
     drift: DriftResult
     verdict: Verdict
-    baseline_comparisons: list[MetricComparison] | None = None
-    baseline_generations: list[Generation] = field(default_factory=list)
-    baseline_scores: list[Score] = field(default_factory=list)
-    rounds: list[dict[str, Any]] = field(default_factory=list)
-    item_round: dict[str, int] = field(default_factory=dict)
-    budget: dict[str, Any] = field(default_factory=dict)
+    baseline_comparisons: tuple[MetricComparison, ...] | None = None
+    baseline_generations: tuple[Generation, ...] = ()
+    baseline_scores: tuple[Score, ...] = ()
+    rounds: tuple[Round, ...] = ()
+    item_round: Mapping[str, int] = field(default_factory=dict)
+    budget: Budget
     rounds_s: float = 0.0
 
 
-def _for_variant(counts: dict[str, int], variant: str) -> dict[str, int]:
-    """Per-variant counters of the base, of one adapter variant (renamed ``adapter``) and of the
-    ``--baseline`` adapter (``baseline``)."""
+def _for_variant(counts: Mapping[str, int], variant: str) -> dict[str, int]:
+    """Per-variant counters of the base, of one adapter variant (named ``adapter`` in results.json) and of
+    the ``--baseline`` adapter (``baseline``)."""
     return {("adapter" if v == variant else v): n for v, n in counts.items() if v in ("base", variant, "baseline")}
 
 
-def result(run: Run, adapter: AdapterInfo, adapter_id: str, variant: str, ev: Evidence) -> AuditResult:
+def result(run: Run, variant: Variant, ev: Evidence) -> AuditResult:
     """The typed record of one adapter's audit (results.json's content)."""
     suite, policy = ev.suite, run.policy
     prev = run.baseline
     return AuditResult(
         schema_version=RESULTS_SCHEMA_VERSION,
         verdict=ev.verdict,
-        adapter=AdapterRecord.of(adapter, adapter_id, run.hub_of.get(adapter.path)),
-        base=BaseRecord(run.base.name, str(run.base.path), run.base.source, run.base.content_hash, run.base.hub,
-                        run.base_digest),
-        suite=SuiteRecord(suite.name, suite.version, suite.path, [i.id for i in suite.items],
-                          canonical_sha256([[i.id, list(i.messages), i.max_new_tokens, i.target] for i in suite.items]),
-                          [dict(src) for src in suite.sources],
+        adapter=AdapterRecord.of(variant.info, variant.digest, run.hub_of.get(variant.info.path),
+                                 warnings=(*variant.warnings, *run.warnings)),
+        base=BaseRecord(name=run.base.name, path=str(run.base.path), source=run.base.source,
+                        content_hash=run.base.content_hash, hub=run.base.hub, folder_sha256=run.base_digest),
+        suite=SuiteRecord(name=suite.name, version=suite.version, path=suite.path,
+                          item_ids=tuple(i.id for i in suite.items),
+                          items_sha256=canonical_sha256([[i.id, list(i.messages), i.max_new_tokens, i.target]
+                                                         for i in suite.items]),
+                          sources=tuple(dict(src) for src in suite.sources),
                           scorers={c.name: c.scorer for c in suite.capabilities}),
-        policy=PolicyRecord(policy.path, policy.content, canonical_sha256(policy.content)),
+        policy=PolicyRecord(path=policy.path, content=policy.content, sha256=canonical_sha256(policy.content)),
         comparisons=ev.comparisons,
         drift=ev.drift,
-        items=_item_records(run, variant, ev),
+        items=_item_records(variant.name, ev),
         noise_floor=run.noise,
         baseline=None if prev is None else BaselineRecord(
-            AdapterRecord.of(prev[0], prev[1], run.hub_of.get(prev[0].path)), ev.baseline_comparisons or []),
+            adapter=AdapterRecord.of(prev.variant.info, prev.variant.digest, run.hub_of.get(prev.variant.info.path),
+                                     warnings=(*prev.variant.warnings, *run.warnings)),
+            comparisons=ev.baseline_comparisons or ()),
         statistics=_statistics_record(policy),
-        run=_run_record(run, variant, ev),
+        run=_run_record(run, variant.name, ev),
     )
 
 
-def _item_records(run: Run, variant: str, ev: Evidence) -> list[ItemRecord]:
+def _item_records(variant: str, ev: Evidence) -> tuple[ItemRecord, ...]:
     """Every item with its rendered prompt (each variant's where its template rendered another) and each
-    variant's answer, scores and scorer detail."""
-    gen_of = {(g.item_id, g.variant): g for g in ev.generations}
-    score_of = {(s.item_id, s.variant): s for s in ev.scores}
-    prev_gen = {g.item_id: g for g in ev.baseline_generations}
-    prev_score = {s.item_id: s for s in ev.baseline_scores}
+    variant's answer, scores and scorer detail; the prompts are those the backend rendered for them."""
+    gen_of = {(g.item_id, g.variant): g for g in (*ev.generations, *ev.baseline_generations)}
+    score_of = {(s.item_id, s.variant): s for s in (*ev.scores, *ev.baseline_scores)}
 
-    def answer(g: Generation, s: Score) -> Answer:
-        return Answer(g.text, g.n_tokens, s.values, s.detail)
+    def answer(key: tuple[str, str]) -> Answer:
+        g, s = gen_of[key], score_of[key]
+        return Answer(text=g.text, n_tokens=g.n_tokens, scores=s.values, detail=s.detail)
 
     rows = []
-    others = {"adapter": variant, **({"baseline": "baseline"} if prev_gen else {})}
+    others = {"adapter": variant, **({"baseline": "baseline"} if ev.baseline_generations else {})}
     for it in ev.suite.items:
-        prompt = run.backend.render(it, "base")
-        own = {name: p for name, v in others.items() if (p := run.backend.render(it, v)) != prompt}
+        prompt = gen_of[(it.id, "base")].prompt
+        own = {name: p for name, v in others.items() if (p := gen_of[(it.id, v)].prompt) != prompt}
         rows.append(ItemRecord(
             id=it.id, capability=it.capability, group=it.group, prompt=it.prompt, rendered_prompts=own or None,
-            rendered_prompt=prompt, messages=list(it.messages), max_new_tokens=it.max_new_tokens,
-            target=it.target, meta=it.meta,
-            base=answer(gen_of[(it.id, "base")], score_of[(it.id, "base")]),
-            adapter=answer(gen_of[(it.id, "adapter")], score_of[(it.id, "adapter")]),
-            baseline=answer(prev_gen[it.id], prev_score[it.id]) if it.id in prev_gen else None,
+            rendered_prompt=prompt, messages=it.messages, max_new_tokens=it.max_new_tokens,
+            target=it.target, meta=it.meta, base=answer((it.id, "base")), adapter=answer((it.id, variant)),
+            baseline=answer((it.id, "baseline")) if (it.id, "baseline") in gen_of else None,
             round=ev.item_round.get(it.id, 1)))
-    return rows
+    return tuple(rows)
 
 
 def _statistics_record(policy: Policy) -> StatisticsRecord:
@@ -153,7 +171,7 @@ def _run_record(run: Run, variant: str, ev: Evidence) -> RunRecord:
         # vllm: "auto" (its scheduler batches the one generate call)
         batch_size=backend.batch_size, limit=run.opts.limit,
         batch_sizes_used={str(k): v for k, v in sorted(stats.batch_sizes_used.items())},
-        capabilities=[c.name for c in run.suite.capabilities],
+        capabilities=tuple(c.name for c in run.suite.capabilities),
         decoding="greedy",
         prompts=_prompts_record(run, variant),
         new_tokens=_for_variant(stats.new_tokens, variant),

@@ -175,15 +175,12 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
     gets its own report in OUT/<adapter folder name>/ and OUT/index.html lists
     them. The exit code is 1 when any adapter fails.
     """
+    from .api import audit_and_report, report_folders
     from .backends.vllm_compat import parse_engine_args
     from .inspect.paths import parse_size
     from .options import AuditOptions
-    from .pipeline import run_audits
-    from .reports import check_out_dir, report_folder_names, write_index, write_reports
 
-    folders = [out] if len(adapters) == 1 else [out / n for n in report_folder_names(list(adapters))]
-    for f in folders:
-        check_out_dir(f)
+    report_folders(adapters, out)  # checked before the options are: a folder that cannot hold reports fails first
 
     opts = AuditOptions(base=base, policy=policy, suite=suite, label=label, limit=limit,
                         capabilities=capabilities, batch_size=batch_size, noise_floor=noise_floor, data_dir=data_dir,
@@ -199,9 +196,8 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
         os.environ["TQDM_DISABLE"] = "1"
     # log lines carry markup of ours around escaped untrusted text; control characters go either way
     say = (lambda m: None) if quiet else (lambda m: console.print(strip_controls(m)))
-    all_results = run_audits(adapters, opts, log=say)
-    for result, folder in zip(all_results, folders):
-        paths = write_reports(result, folder)
+    all_results, written, index = audit_and_report(adapters, opts, out, say)
+    for result, paths in zip(all_results, written):
         if fmt == "checklist":
             click.echo(paths["checklist.md"].read_text(encoding="utf-8"), nl=False)
         if quiet:
@@ -211,8 +207,7 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
         print_summary(console, result)
         console.print(f"report: {_t(paths['report.html'])}")
     failed = any(not r.passed for r in all_results)
-    if len(adapters) > 1:
-        index = write_index(all_results, [f.name for f in folders], out)
+    if index is not None:
         n_fail = sum(r.verdict.verdict == "fail" for r in all_results)
         say(f"{n_fail} of {len(adapters)} adapters fail; index: {_t(index)}")
     if fmt == "json":
@@ -254,7 +249,7 @@ def report_cmd(results_json: Path, out: Path, quiet: bool, as_json: bool, fmt: s
     sys.exit(EXIT_PASS if result.passed else EXIT_POLICY_FAIL)
 
 
-def _size(n: int) -> str:
+def _size(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

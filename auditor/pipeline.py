@@ -9,6 +9,7 @@ user meets them: backend options, each adapter's files, the suite, the policy, t
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -16,7 +17,7 @@ from typing import Any, Callable
 from rich.markup import escape
 
 from . import assembly
-from .assembly import Evidence, Run
+from .assembly import BaselineRun, Evidence, Run
 from .analysis import compare_metrics, drift_score
 from .analysis.noise_floor import noise_floor
 from .backends import BACKENDS, Backend, GenerationCache, choose_backend, fall_back_for
@@ -25,10 +26,10 @@ from .errors import AuditInputError
 from .inspect import bin_adapter_file, convert_bin_adapter, inspect_adapter, preflight_adapter, resolve_base
 from .inspect import hub
 from .inspect.chat_template import choose_templates
-from .inspect.weight_space import cached_weight_space
 from .options import AuditOptions
 from .policy import judge, load_policy
-from .records import (AdapterInfo, DriftResult, Generation, Item, MetricComparison, RuleOutcome, Score, Suite)
+from .records import (AdapterInfo, BaseModel, Budget, DriftResult, Generation, Item, MetricComparison, PromptTemplate,
+                      Round, RuleOutcome, Score, Suite, Variant, Verdict)
 from .results import AuditResult
 from .scorers import score_all
 from .suite import load_suite, plan_requests, preset_metric_units
@@ -66,7 +67,7 @@ def _given_adapters(opts: AuditOptions, adapters: tuple[str, ...]) -> tuple[tupl
     if opts.allow_bin:
         conv = {a: str(convert_bin_adapter(a, cache_dir(), opts.max_adapter_bytes))
                 for a in given if bin_adapter_file(a) is not None}
-        converted = {c: bin_adapter_file(a) for a, c in conv.items()}
+        converted = {c: f for a, c in conv.items() if (f := bin_adapter_file(a)) is not None}
         given = tuple(conv.get(a, a) for a in given)
     return given, hub_of, converted
 
@@ -88,11 +89,14 @@ def run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print) 
     if len(opts.served_adapters) > len(given):
         raise AuditInputError("--served-adapter", f"{len(opts.served_adapters)} names for {len(given)} adapters")
     seen: dict[str, str] = {}  # adapter digest -> the argument that named it, in the order given
+    checked = []  # each adapter's preflight, read once: inspection takes it on
     for a in given:
-        folder, weights, cfg, tensors = preflight_adapter(a, opts.max_adapter_bytes)
-        _check_given_once(opts, given, a, adapter_digest(sha256_file(weights), folder / "adapter_config.json"), seen)
-        backend_name, backend_reason = fall_back_for(opts.backend, backend_name, backend_reason, cfg, tensors)
-        BACKENDS[backend_name].check_adapter(weights, cfg, tensors)
+        pre = preflight_adapter(a, opts.max_adapter_bytes)
+        _check_given_once(opts, given, a, adapter_digest(sha256_file(pre.weights), pre.folder / "adapter_config.json"),
+                          seen)
+        backend_name, backend_reason = fall_back_for(opts.backend, backend_name, backend_reason, pre.config, pre.tensors)
+        BACKENDS[backend_name].check_adapter(pre.weights, pre.config, pre.tensors)
+        checked.append(pre)
     suite = load_suite(opts.suite, limit=opts.limit, only=opts.capabilities, data_dir=opts.data_dir)
     units = {**preset_metric_units(), **suite.metric_units}
     policy = load_policy(opts.policy, sorted(units), units)
@@ -104,72 +108,70 @@ def run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print) 
         except PunktDataError as e:
             raise AuditInputError("nltk punkt_tab", str(e)) from None
     base = resolve_base(opts.base)
-    infos = [inspect_adapter(a, base.path, base.name, opts.max_adapter_bytes) for a in given]
-    for info in infos:  # the weight-space pre-screen: seconds, from the tensors, before any generation
-        # cached by content whatever --no-cache says (that is the generation cache): a pure function of the files
-        info.weight_space = cached_weight_space(Path(info.weights_file), info.config, base.path, info.ranks,
-                                                folder_digest(base.path))
-    for a, info in zip(given, infos):
-        if a in converted:
-            info.warnings.append(f"pickle adapter {converted[a]} loaded with torch.load(weights_only=True) "
-                                 f"(--allow-bin) and audited from its safetensors conversion in {a}")
-    digests = list(seen)
+    base_digest = folder_digest(base.path)
+    infos = [inspect_adapter(pre, base.path, base.name, opts.max_adapter_bytes, base_digest=base_digest,
+                             converted_from=converted.get(a)) for a, pre in zip(given, checked)]
     # variant names: "adapter" for a single audit (what results.json has always said), adapter0.. for several,
     # "baseline" for the previously approved adapter
-    variants = ["adapter"] if len(adapters) == 1 else [f"adapter{k}" for k in range(len(adapters))]
+    names = ["adapter"] if len(adapters) == 1 else [f"adapter{k}" for k in range(len(adapters))]
     if opts.baseline:
-        variants.append("baseline")
+        names.append("baseline")
     # the chat template of each variant's prompts (checked now: a bad --chat-template FILE is refused before any model loads)
-    templates = choose_templates(opts.chat_template, base.path, dict(zip(variants, infos)))
-    for info in infos:
+    templates, template_warnings = choose_templates(opts.chat_template, base.path, dict(zip(names, infos)))
+    variants = [Variant(name=n, info=i, digest=d, folder=Path(i.path), warnings=template_warnings[n])
+                for n, i, d in zip(names, infos, seen)]
+    for v in variants:
+        info = v.info
         log(f"base: {escape(base.name)} ({escape(base.source)}); adapter: {escape(info.path)} ({'DoRA' if info.dora else 'LoRA'} "
             f"rank {info.max_rank}{f' (config r={info.r})' if info.max_rank != info.r else ''}, "
             f"{info.matched_modules} modules)")
-        for w in info.warnings:
+        for w in (*info.warnings, *v.warnings):
             log(f"[yellow]warning:[/] {escape(w)}")
 
     cache = GenerationCache.default(enabled=opts.cache)
-    base_digest = folder_digest(base.path)
-    by_variant = {v: (Path(i.path), d) for v, i, d in zip(variants, infos, digests)}
     log(f"backend: {backend_name} ({backend_reason})")
-    backend = BACKENDS[backend_name].create(opts, base, by_variant, infos, cache, base_digest, variants)
-    backend.show_progress = opts.progress
-    backend.set_templates(templates)
+    backend = _start(backend_name, opts, base, variants, cache, base_digest, templates)
+    requests = plan_requests(suite, ("base", *names))
     try:
-        generations = backend.generate(plan_requests(suite, ("base", *variants)))
+        generations = backend.generate(requests)
     except EngineStartError as e:  # --backend auto: an engine that cannot start falls back to hf, as auto does
         if opts.backend != "auto":  # for adapters vLLM cannot serve
             raise
         backend_name, backend_reason = "hf", f"auto: the vLLM engine did not start ({e.cause}), hf"
-        backend = BACKENDS["hf"].create(opts, base, by_variant, infos, cache, base_digest, variants)
-        backend.show_progress = opts.progress
-        backend.set_templates(templates)
+        backend = _start("hf", opts, base, variants, cache, base_digest, templates)
         backend.setup_warnings.append(backend_reason)
         log(f"backend: hf ({escape(backend_reason)})")
-        generations = backend.generate(plan_requests(suite, ("base", *variants)))
+        generations = backend.generate(requests)
     for w in backend.setup_warnings:
         log(f"[yellow]warning:[/] {escape(w)}")
-        for info in infos:
-            info.warnings.append(w)
     cs = cache.stats
     if cs.enabled:
         log(f"generation cache: {sum(cs.hits.values())} hits ("
             + ", ".join(f"{v} {n}" for v, n in sorted(cs.hits.items())) + f"), {sum(cs.misses.values())} generated")
     items = {i.id: i for i in suite.items}
     scorer_of = {c.name: c.scorer for c in suite.capabilities}
-    base_gens = [g for g in generations if g.variant == "base"]
-    base_scores = score_all(items, base_gens, scorer_of)
-    noise = noise_floor(backend, suite, base_gens, base_scores, scorer_of, log) if opts.noise_floor else None
-    run = Run(opts, t_start, suite, policy, base, base_digest, backend, backend_reason, scorer_of, base_gens,
-               base_scores, noise, len(infos), hub_of)
+    base_gens = tuple(g for g in generations if g.variant == "base")
+    base_scores = tuple(score_all(items, list(base_gens), scorer_of))
+    noise = noise_floor(backend, suite, list(base_gens), list(base_scores), scorer_of, log) if opts.noise_floor else None
+    baseline = None
     if opts.baseline:
-        prev_gens = [replace(g, variant="base") for g in generations if g.variant == "baseline"]
-        run.baseline = (infos[-1], digests[-1], prev_gens, score_all(items, prev_gens, scorer_of))
-    out = []
-    for variant, info, digest in zip(variants[:len(adapters)], infos, digests):
-        mine = [replace(g, variant="adapter") for g in generations if g.variant == variant]
-        out.append(_one_result(run, info, digest, variant, mine, log))
-    return out
+        prev = tuple(g for g in generations if g.variant == "baseline")
+        baseline = BaselineRun(variant=variants[-1], generations=prev,
+                               scores=tuple(score_all(items, list(prev), scorer_of)))
+    run = Run(opts=opts, t_start=t_start, suite=suite, policy=policy, base=base, base_digest=base_digest,
+              backend=backend, backend_reason=backend_reason, scorer_of=scorer_of, base_gens=base_gens,
+              base_scores=base_scores, noise=noise, n_adapters=len(infos), hub_of=hub_of, baseline=baseline,
+              warnings=tuple(backend.setup_warnings))
+    return [_one_result(run, v, [g for g in generations if g.variant == v.name], log) for v in variants[:len(adapters)]]
+
+
+def _start(name: str, opts: AuditOptions, base: BaseModel, variants: list[Variant], cache: GenerationCache,
+           base_digest: str, templates: dict[str, PromptTemplate]) -> Backend:
+    """The run's backend, with each variant's chat template set (no engine loads yet)."""
+    backend = BACKENDS[name].create(opts, base, variants, cache, base_digest)
+    backend.show_progress = opts.progress
+    backend.set_templates(templates)
+    return backend
 
 
 def _label(opts: AuditOptions, adapter: AdapterInfo) -> tuple[str | None, str]:
@@ -181,68 +183,60 @@ def _label(opts: AuditOptions, adapter: AdapterInfo) -> tuple[str | None, str]:
     return None, "none"
 
 
+def budget_for(opts: AuditOptions, suite: Suite, backend: Backend) -> Budget:
+    """The rounds' budget: ``--budget`` items / seconds, or with ``auto`` the suite's item count on the
+    CPU and twice it on a GPU or a server (where generation is cheap), and none with ``--limit``."""
+    if opts.budget_items is not None:
+        return Budget(items=opts.budget_items, seconds=opts.budget_seconds)
+    if opts.limit is not None:  # --limit is a quick look: no rounds unless --budget asks for them
+        return Budget(items=0, seconds=opts.budget_seconds)
+    cheap = backend.name in ("vllm", "openai") or str(getattr(backend, "device", "cpu")).startswith("cuda")
+    return Budget(items=int(len(suite.items) * (2.0 if cheap else 1.0)), seconds=opts.budget_seconds)
+
+
 @dataclass
-class Budget:
-    """How many more items (each asked of every variant) and seconds the rounds may spend.
+class _Spending:
+    """What the rounds of one adapter's audit have spent of its :class:`~auditor.records.Budget` so far
+    (the pipeline's own bookkeeping, not a record: :meth:`record` is what results.json gets)."""
 
-    Attributes:
-        items: items the rounds may add over all capabilities (0: no rounds).
-        seconds: wall-clock seconds the rounds may take (None: no time limit).
-        looks: the looks planned before any data (the policy's ``looks``, or 1 when no round can be
-            bought), for the alpha-spending plan.
-    """
-
-    items: int
-    seconds: float | None = None
+    budget: Budget
     used_items: int = 0
-    looks: int = 1
     started: float = field(default_factory=time.perf_counter)
 
     def left(self) -> int:
         """Items still to spend (0 once the time is up)."""
-        if self.seconds is not None and time.perf_counter() - self.started >= self.seconds:
+        if self.budget.seconds is not None and time.perf_counter() - self.started >= self.budget.seconds:
             return 0
-        return max(0, self.items - self.used_items)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"items": self.items, "seconds": self.seconds, "looks": self.looks, "used_items": self.used_items}
+        return max(0, self.budget.items - self.used_items)
 
     def used_s(self) -> float:
         """Seconds since the budget started (results.json ``run.timings.rounds_s``)."""
         return round(time.perf_counter() - self.started, 3)
 
-
-def budget_for(opts: AuditOptions, suite: Suite, backend: Backend) -> Budget:
-    """The rounds' budget: ``--budget`` items / seconds, or with ``auto`` the suite's item count on the
-    CPU and twice it on a GPU or a server (where generation is cheap), and none with ``--limit``."""
-    if opts.budget_items is not None:
-        return Budget(opts.budget_items, opts.budget_seconds)
-    if opts.limit is not None:  # --limit is a quick look: no rounds unless --budget asks for them
-        return Budget(0, opts.budget_seconds)
-    cheap = backend.name in ("vllm", "openai") or str(getattr(backend, "device", "cpu")).startswith("cuda")
-    return Budget(int(len(suite.items) * (2.0 if cheap else 1.0)), opts.budget_seconds)
+    def record(self, looks: int) -> Budget:
+        return replace(self.budget, looks=looks, used_items=self.used_items)
 
 
-def _analyse(run: Run, suite: Suite, scores: list[Score], prev_scores: list[Score], label: str | None,
+def _analyse(run: Run, suite: Suite, scores: list[Score], prev_scores: list[Score], variant: str, label: str | None,
              label_source: str, mapping: Any) -> tuple[list[MetricComparison], DriftResult, list[MetricComparison] | None]:
     """Compare (analysis stage) base and adapter, DriftScore, and the candidate against ``--baseline``."""
     settings = run.policy.statistics.settings
-    comparisons = compare_metrics(suite, scores, settings)
+    comparisons = compare_metrics(suite, scores, settings, candidate=variant)
     drift = drift_score(comparisons, label, label_source, mapping.target if mapping else None,
                         list(mapping.off_target) if mapping else [], float(run.policy.drift.max_drift_score_pts))
     prev = None
     if run.baseline is not None:  # candidate vs previously approved adapter: the previous one on the "base" side
-        cand = [replace(x, variant="adapter") for x in scores if x.variant == "adapter"]
-        prev = compare_metrics(suite, [*prev_scores, *cand], settings)
+        cand = [x for x in scores if x.variant == variant]
+        prev = compare_metrics(suite, [*prev_scores, *cand], settings, reference="baseline", candidate=variant)
     return comparisons, drift, prev
 
 
-def _one_result(run: Run, adapter: AdapterInfo, adapter_id: str, variant: str, adapter_gens: list[Generation],
-                log: Log) -> AuditResult:
+def _one_result(run: Run, variant: Variant, adapter_gens: list[Generation], log: Log) -> AuditResult:
     """Score, compare and judge one adapter of a (multi-)audit, look by look: while rules are undecided
     and the budget allows, draw more items for their capabilities from the suite's pools, generate
     base and adapter answers to the new items only, and decide again (DESIGN.md §2, issue 19)."""
     suite, policy, opts = run.suite, run.policy, run.opts
+    adapter = variant.info
     label, label_source = _label(opts, adapter)
     mapping = policy.labels.get(label) if label else None
     if mapping and not {mapping.target, *mapping.off_target} <= set(suite.metric_names()):
@@ -251,58 +245,66 @@ def _one_result(run: Run, adapter: AdapterInfo, adapter_id: str, variant: str, a
     items = {i.id: i for i in suite.items}
     generations = [*run.base_gens, *adapter_gens]
     scores = [*run.base_scores, *score_all(items, adapter_gens, run.scorer_of)]
-    prev_gens = list(run.baseline[2]) if run.baseline else []
-    prev_scores = list(run.baseline[3]) if run.baseline else []
-    budget = budget_for(opts, suite, run.backend)
+    prev_gens = list(run.baseline.generations) if run.baseline else []
+    prev_scores = list(run.baseline.scores) if run.baseline else []
+    spent = _Spending(budget_for(opts, suite, run.backend))
     pools: dict[str, Pool] = {}
     item_round = {i.id: 1 for i in suite.items}
-    rounds: list[dict[str, Any]] = [{"look": 1, "items": _per_capability(suite)}]
+    rounds: list[Round] = []
+    new: list[Item] = []
     look = 1
     # planned before any data: a budget that buys no rounds plans one look, which spends all of alpha
-    planned = policy.statistics.looks if budget.left() > 0 else 1
-    budget.looks = planned
+    planned = policy.statistics.looks if spent.left() > 0 else 1
+    warnings = (*variant.warnings, *run.warnings)
+    fresh_items: list[Item] = []
+
+    def judged(last: bool) -> Verdict:
+        return judge(policy, comparisons, drift, adapter, run.noise, baseline_comparisons=prev_comparisons,
+                     look=look, last=last, looks=planned, warnings=warnings)
+
     while True:
-        comparisons, drift, prev_comparisons = _analyse(run, suite, scores, prev_scores, label, label_source, mapping)
-        more = look < planned and budget.left() > 0
-        verdict = judge(policy, comparisons, drift, adapter, run.noise, baseline_comparisons=prev_comparisons,
-                        look=look, last=not more, looks=planned)
+        comparisons, drift, prev_comparisons = _analyse(run, suite, scores, prev_scores, variant.name, label,
+                                                        label_source, mapping)
+        more = look < planned and spent.left() > 0
+        verdict = judged(last=not more)
         undecided = verdict.undecided
-        if not undecided:
+        if undecided:
+            fresh_items = _draw(run, suite, undecided, pools, spent)
+            if not fresh_items:  # the pools are spent: decide on what there is
+                verdict = judged(last=True)
+        rounds.append(Round(look=look, items=_per_capability(suite.items),
+                            new_items=_per_capability(new) if look > 1 else None,
+                            undecided=tuple(r.rule for r in verdict.undecided)))
+        if not undecided or not fresh_items:
             break
-        new = _draw(run, suite, undecided, pools, budget)
-        if not new:  # the pools are spent: decide on what there is
-            verdict = judge(policy, comparisons, drift, adapter, run.noise, baseline_comparisons=prev_comparisons,
-                            look=look, last=True, looks=planned)
-            break
+        new = fresh_items
         look += 1
-        rounds[-1]["undecided"] = [r.rule for r in undecided]
         log(f"round {look - 1}: {len(undecided)} rule{'s' if len(undecided) != 1 else ''} undecided "
             f"({', '.join(escape(r.rule) for r in undecided[:4])}{', ...' if len(undecided) > 4 else ''}); "
             f"{len(new)} more items for {', '.join(sorted({i.capability for i in new}))}")
-        variants = ("base", variant, *(("baseline",) if run.baseline else ()))
-        fresh = run.backend.generate(plan_requests(replace(suite, items=tuple(new)), variants))
+        names = ("base", variant.name, *(("baseline",) if run.baseline else ()))
+        fresh = run.backend.generate(plan_requests(replace(suite, items=tuple(new)), names))
         new_items = {i.id: i for i in new}
-        base_new = [g for g in fresh if g.variant == "base"]
-        mine_new = [replace(g, variant="adapter") for g in fresh if g.variant == variant]
-        generations += [*base_new, *mine_new]
-        scores += [*score_all(new_items, base_new, run.scorer_of), *score_all(new_items, mine_new, run.scorer_of)]
+        generations += [g for g in fresh if g.variant in ("base", variant.name)]
+        scores += score_all(new_items, [g for g in fresh if g.variant in ("base", variant.name)], run.scorer_of)
         if run.baseline:
-            prev_new = [replace(g, variant="base") for g in fresh if g.variant == "baseline"]
+            prev_new = [g for g in fresh if g.variant == "baseline"]
             prev_gens += prev_new
             prev_scores += score_all(new_items, prev_new, run.scorer_of)
         suite = replace(suite, items=(*suite.items, *new))
         item_round.update({i.id: look for i in new})
-        rounds.append({"look": look, "items": _per_capability(suite), "new_items": _per_capability(new)})
-    rounds[-1]["undecided"] = [r.rule for r in verdict.undecided]
-    ev = Evidence(suite, generations, scores, comparisons, drift, verdict, prev_comparisons, prev_gens, prev_scores,
-                  rounds, item_round, budget.as_dict(), budget.used_s())
-    return assembly.result(run, adapter, adapter_id, variant, ev)
+    ev = Evidence(suite=suite, generations=tuple(generations), scores=tuple(scores), comparisons=tuple(comparisons),
+                  drift=drift, verdict=verdict,
+                  baseline_comparisons=None if prev_comparisons is None else tuple(prev_comparisons),
+                  baseline_generations=tuple(prev_gens), baseline_scores=tuple(prev_scores), rounds=tuple(rounds),
+                  item_round=item_round, budget=spent.record(planned), rounds_s=spent.used_s())
+    return assembly.result(run, variant, ev)
 
 
-def _per_capability(items: Any) -> dict[str, int]:
-    """Capability → number of items (of a suite, or a list of items)."""
+def _per_capability(items: Iterable[Item]) -> dict[str, int]:
+    """Capability → number of items."""
     out: dict[str, int] = {}
-    for i in (items.items if isinstance(items, Suite) else items):
+    for i in items:
         out[i.capability] = out.get(i.capability, 0) + 1
     return out
 
@@ -333,15 +335,16 @@ def round_sizes(undecided: list[RuleOutcome], have: dict[str, int], available: d
     return out
 
 
-def _draw(run: Run, suite: Suite, undecided: list[RuleOutcome], pools: dict[str, Pool], budget: Budget) -> list[Item]:
+def _draw(run: Run, suite: Suite, undecided: list[RuleOutcome], pools: dict[str, Pool], spent: _Spending) -> list[Item]:
     """The next round's items (:func:`round_sizes`), drawn from the capabilities' pools."""
     for cap in dict.fromkeys(c for r in undecided for c in r.capabilities):
         if cap not in pools:
             pools[cap] = load_pool(suite, cap, run.opts.data_dir, run.policy.statistics.seed)
-    sizes = round_sizes(undecided, _per_capability(suite), {c: p.remaining for c, p in pools.items()}, budget.left())
+    sizes = round_sizes(undecided, _per_capability(suite.items), {c: p.remaining for c, p in pools.items()},
+                        spent.left())
     out: list[Item] = []
     for cap, n in sizes.items():
         drawn = pools[cap].draw(n)
-        budget.used_items += len(drawn)
+        spent.used_items += len(drawn)
         out += drawn
     return out

@@ -11,20 +11,21 @@ Units are those of :mod:`auditor.records`: scores are fractions, deltas points.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .records import (AdapterInfo, DriftResult, MetricComparison, NoiseFloor, TokenizerFiles, Verdict, VocabResize,
-                      WeightSpace)
+from .records import (AdapterInfo, Budget, DriftResult, MetricComparison, NoiseFloor, Round, TokenizerFiles, Verdict,
+                      VocabResize, WeightSpace)
 from .records.plain import from_plain, to_plain
 
-#: results.json's ``schema_version`` (the shipped schema's version)
-RESULTS_SCHEMA_VERSION = 5
+#: results.json's ``schema_version`` (the shipped schema's version); 6: rules carry ``rule_id``, ``kind``, ``metric``
+RESULTS_SCHEMA_VERSION = 6
 
 _OMIT = {"omit_none": True}
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class AdapterRecord:
     """``adapter`` (and ``baseline.adapter``): :class:`~auditor.records.AdapterInfo`'s fields plus
     ``max_rank`` (the largest real rank), ``content_sha256`` (weights and config,
@@ -36,30 +37,34 @@ class AdapterRecord:
     peft_type: str = "LORA"
     r: int = 0
     lora_alpha: float = 0.0
-    target_modules: list[str] = field(default_factory=list)
-    ranks: dict[str, int] = field(default_factory=dict)
+    target_modules: tuple[str, ...] = ()
+    ranks: Mapping[str, int] = field(default_factory=dict)
     n_tensors: int = 0
     size_bytes: int = 0
     declared_base: str = ""
     nominal_label: str | None = None
     matched_modules: int = 0
     no_effect: bool = False
-    warnings: list[str] = field(default_factory=list)
+    warnings: tuple[str, ...] = ()
     dora: bool = False
     max_rank: int = 0
     content_sha256: str | None = field(default=None, metadata=_OMIT)
-    hub: dict | None = None
+    hub: Mapping[str, Any] | None = None
     declared_base_status: str | None = field(default=None, metadata=_OMIT)
     weight_space: WeightSpace | None = None
     tokenizer_files: TokenizerFiles | None = None
     vocab_resize: VocabResize | None = None
 
     @classmethod
-    def of(cls, info: AdapterInfo, digest: str, hub: dict | None) -> "AdapterRecord":
-        return from_plain(cls, to_plain(info) | {"max_rank": info.max_rank, "content_sha256": digest, "hub": hub})
+    def of(cls, info: AdapterInfo, digest: str, hub: Mapping[str, Any] | None,
+           warnings: tuple[str, ...] = ()) -> AdapterRecord:
+        """The record of an inspected adapter; ``warnings``: the run's findings about it after inspection
+        (its chat template, the engine's setup), after the inspection's own."""
+        return from_plain(cls, to_plain(info) | {"max_rank": info.max_rank, "content_sha256": digest, "hub": hub,
+                                                 "warnings": [*info.warnings, *warnings]})
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class BaseRecord:
     """``base``: the audited base model (:class:`~auditor.records.BaseModel`) and ``folder_sha256``,
     the content digest of the folder that was loaded (it keys every cached answer)."""
@@ -68,11 +73,11 @@ class BaseRecord:
     path: str
     source: str
     content_hash: str
-    hub: dict | None = None
+    hub: Mapping[str, Any] | None = None
     folder_sha256: str | None = None
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class SuiteRecord:
     """``suite``: the manifest, the item ids run, the hash of the items' content (id, messages,
     budget, target) and where each capability's items came from."""
@@ -80,33 +85,33 @@ class SuiteRecord:
     name: str
     version: int | str
     path: str
-    item_ids: list[str]
+    item_ids: tuple[str, ...]
     items_sha256: str
-    sources: list[dict[str, Any]] = field(default_factory=list)
+    sources: tuple[Mapping[str, Any], ...] = ()
     #: capability → its scorer's name (the report asks the scorer how to explain an item's detail)
-    scorers: dict[str, str] = field(default_factory=dict)
+    scorers: Mapping[str, str] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class PolicyRecord:
     """``policy``: the file, its content as validated and the content's canonical sha256."""
 
     path: str
-    content: dict[str, Any]
+    content: Mapping[str, Any]
     sha256: str
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class Answer:
     """One variant's answer to an item: the text (untrusted), tokens generated, scores, scorer detail."""
 
     text: str
     n_tokens: int
-    scores: dict[str, float | None]
-    detail: dict[str, Any]
+    scores: Mapping[str, float | None]
+    detail: Mapping[str, Any]
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class ItemRecord:
     """``items[]``: one item, its rendered prompt (the base variant's) and each variant's answer;
     ``rendered_prompts`` holds the prompt of each other variant (``adapter``, ``baseline``) whose chat
@@ -117,28 +122,28 @@ class ItemRecord:
     group: str
     prompt: str
     rendered_prompt: str
-    messages: list[dict[str, str]] = field(default_factory=list)
+    messages: tuple[Mapping[str, str], ...] = ()
     max_new_tokens: int = 1
     target: Any = field(default_factory=dict)
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: Mapping[str, Any] = field(default_factory=dict)
     base: Answer | None = None
     adapter: Answer | None = None
     baseline: Answer | None = field(default=None, metadata=_OMIT)
     #: the look that added the item: 1 for the suite's own items, then one per round of items
     round: int = 1
-    rendered_prompts: dict[str, str] | None = field(default=None, metadata=_OMIT)
+    rendered_prompts: Mapping[str, str] | None = field(default=None, metadata=_OMIT)
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class BaselineRecord:
     """``baseline`` (release-checklist mode): the previously approved adapter and the candidate's
     comparisons with it (their "base" side is the previous adapter)."""
 
     adapter: AdapterRecord
-    comparisons: list[MetricComparison]
+    comparisons: tuple[MetricComparison, ...]
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class StatisticsRecord:
     """``statistics``: how intervals and tests were computed (the policy's ``statistics:`` section)."""
 
@@ -148,7 +153,7 @@ class StatisticsRecord:
     multiplicity: str
     min_items: int
     interval: str | None = field(default=None, metadata=_OMIT)
-    tests: dict[str, str] | None = field(default=None, metadata=_OMIT)
+    tests: Mapping[str, str] | None = field(default=None, metadata=_OMIT)
     p_adjusted: str | None = field(default=None, metadata=_OMIT)
     #: the evidence mode's settings (auditor.policy.decisions): false-fail rate over all rules and
     #: looks, at most this many looks, miss rate of a clear regression, what clear means (× the limit)
@@ -159,9 +164,10 @@ class StatisticsRecord:
     spending: float | None = field(default=None, metadata=_OMIT)
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class RunRecord:
-    """``run``: backend and settings, token and cache counters, timings (seconds), versions.
+    """``run``: backend and settings, token and cache counters, timings (seconds), versions; fields in
+    results.json's key order.
 
     ``vllm`` / ``openai`` hold the backend's own record (:meth:`auditor.backends.Backend.run_info`)
     and are present only for that backend. ``prompts`` names, per variant (``base``, ``adapter``,
@@ -169,39 +175,34 @@ class RunRecord:
     (:class:`~auditor.records.PromptTemplate`)."""
 
     backend: str
+    backend_reason: str | None = field(default=None, metadata=_OMIT)
     dtype: str
     batch_size: int | str
     limit: int | None
-    capabilities: list[str]
+    batch_sizes_used: Mapping[str, int] | None = field(default=None, metadata=_OMIT)
+    capabilities: tuple[str, ...]
     decoding: str
-    timings: dict[str, float]
-    versions: dict[str, str]
+    prompts: Mapping[str, Mapping[str, str]] | None = field(default=None, metadata=_OMIT)
+    new_tokens: Mapping[str, int] | None = field(default=None, metadata=_OMIT)
+    generated: Mapping[str, int] | None = field(default=None, metadata=_OMIT)
+    cache: Mapping[str, Any] | None = field(default=None, metadata=_OMIT)
+    adapters_in_run: int | None = field(default=None, metadata=_OMIT)
+    vllm: Mapping[str, Any] | None = field(default=None, metadata=_OMIT)
+    openai: Mapping[str, Any] | None = field(default=None, metadata=_OMIT)
+    model_loaded: bool | None = field(default=None, metadata=_OMIT)
+    #: one record per look: the items judged per capability, the items its round added, the rules
+    #: undecided after it (which bought the next round)
+    rounds: tuple[Round, ...] = ()
+    #: the escalation budget (items, seconds, the looks planned) and the items used of it (the rounds'
+    #: seconds are ``timings.rounds_s``)
+    budget: Budget | None = None
+    timings: Mapping[str, float]
+    versions: Mapping[str, str]
     auditor_version: str
     created_at: str
-    backend_reason: str | None = field(default=None, metadata=_OMIT)
-    batch_sizes_used: dict[str, int] | None = field(default=None, metadata=_OMIT)
-    new_tokens: dict[str, int] | None = field(default=None, metadata=_OMIT)
-    generated: dict[str, int] | None = field(default=None, metadata=_OMIT)
-    cache: dict[str, Any] | None = field(default=None, metadata=_OMIT)
-    adapters_in_run: int | None = field(default=None, metadata=_OMIT)
-    vllm: dict[str, Any] | None = field(default=None, metadata=_OMIT)
-    openai: dict[str, Any] | None = field(default=None, metadata=_OMIT)
-    model_loaded: bool | None = field(default=None, metadata=_OMIT)
-    prompts: dict[str, dict[str, str]] | None = field(default=None, metadata=_OMIT)
-    #: one record per look: ``look``, ``items`` (capability → items judged), ``new_items`` (capability →
-    #: items this round added), ``undecided`` (the rules that bought them)
-    rounds: list[dict[str, Any]] = field(default_factory=list)
-    #: the escalation budget (``items``, ``seconds``, the ``looks`` planned) and what was used
-    #: (``used_items``; the rounds' seconds are ``timings.rounds_s``)
-    budget: dict[str, Any] = field(default_factory=dict)
-
-    #: results.json's key order (the dataclass's differs: required fields come first)
-    ORDER = ("backend", "backend_reason", "dtype", "batch_size", "limit", "batch_sizes_used", "capabilities",
-             "decoding", "prompts", "new_tokens", "generated", "cache", "adapters_in_run", "vllm", "openai", "model_loaded",
-             "rounds", "budget", "timings", "versions", "auditor_version", "created_at")
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class AuditResult:
     """One adapter's audit: verdict, adapter, base, suite, policy, comparisons, DriftScore,
     every item with both answers, noise floor, release comparison, statistics, run.
@@ -215,9 +216,9 @@ class AuditResult:
     base: BaseRecord
     suite: SuiteRecord
     policy: PolicyRecord
-    comparisons: list[MetricComparison]
+    comparisons: tuple[MetricComparison, ...]
     drift: DriftResult
-    items: list[ItemRecord]
+    items: tuple[ItemRecord, ...]
     noise_floor: NoiseFloor | None
     baseline: BaselineRecord | None
     statistics: StatisticsRecord
@@ -229,12 +230,9 @@ class AuditResult:
 
     def to_dict(self) -> dict[str, Any]:
         """results.json's content (JSON-ready), keys in results.json's order."""
-        out = to_plain(self)
-        run = out["run"]
-        out["run"] = {k: run[k] for k in RunRecord.ORDER if k in run}
-        return out
+        return to_plain(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "AuditResult":
+    def from_dict(cls, data: Mapping[str, Any]) -> AuditResult:
         """The typed record of a results.json mapping that passed the schema check."""
-        return from_plain(cls, data)
+        return from_plain(cls, dict(data))

@@ -174,7 +174,7 @@ def run_truth(n_items: int, group: int, only: list[str], batch_size: int, intend
             for v, a in zip(variants, part):
                 mine = [dataclasses.replace(g, variant="adapter") for g in gens if g.variant == v]
                 comps = compare_metrics(suite, [*base_scores, *score_all(items, mine, scorer_of)],
-                                        StatsSettings(0.95, 4000, 0))
+                                        StatsSettings(confidence=0.95, n_resamples=4000, seed=0))
                 rec = {"adapter": a.name, "items_version": ITEMS_VERSION, "kind": a.kind, "label": a.label,
                        "strength": a.strength, "parent": a.parent, "intended": a.intended, "n_items": len(suite.items),
                        "capabilities": list(caps),

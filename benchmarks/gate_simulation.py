@@ -96,7 +96,7 @@ def _scores(rng, caps: list[Capability], items_of: dict[str, list[Item]], flip: 
                         vals[m.name] = 0.0
                 if cap.name == "verbosity":
                     vals = {"words": 20.0, "tokens": 24.0}
-                out.append(Score(it.id, v, vals, {"n_instructions": 1}))
+                out.append(Score(item_id=it.id, variant=v, values=vals, detail={"n_instructions": 1}))
     return out
 
 
@@ -129,7 +129,7 @@ def simulate(policy_path: str | None, n_audits: int, flip: float, harm: dict[str
     if statistics:  # e.g. beta=0.1, looks=4: the policy's statistics section with these changed
         policy = dataclasses.replace(policy, statistics=dataclasses.replace(policy.statistics, **statistics))
     caps = list(suite.capabilities)
-    adapter = AdapterInfo("sim", "sim", "0" * 64, "LORA", 8, 16, ["q_proj"], {}, 2, 1, "", None, 1)
+    adapter = AdapterInfo(path="sim", weights_file="sim", sha256="0" * 64, peft_type="LORA", r=8, lora_alpha=16, target_modules=["q_proj"], ranks={}, n_tensors=2, size_bytes=1, declared_base="", nominal_label=None, matched_modules=1)
     rng = np.random.default_rng(seed)
     results = []
     for _ in range(n_audits):

@@ -105,8 +105,8 @@ def main() -> int:
     for k in range(args.prompts):
         n_words = int(args.prompt_words * (0.5 + torch.rand(1, generator=g).item()))
         words = " ".join(f"w{int(i)}" for i in torch.randint(6, n_vocab, (n_words,), generator=g))
-        items.append(Item(f"p/{k}", "bench", "HOW", ({"role": "user", "content": words},), args.max_new_tokens, {}))
-    requests = [Request(i, v) for i in items for v in ("base", "adapter")]
+        items.append(Item(id=f"p/{k}", capability="bench", group="HOW", messages=({"role": "user", "content": words},), max_new_tokens=args.max_new_tokens, target={}))
+    requests = [Request(item=i, variant=v) for i in items for v in ("base", "adapter")]
 
     backend = HFBackend(base_dir, {"adapter": (adapter_dir, "random-r16")}, batch_size=args.batch_size, dtype=dtype,
                         device=device)

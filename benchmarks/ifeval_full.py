@@ -52,8 +52,8 @@ def main() -> int:
     rows = read_ifeval(args.data_file).rows  # the loader audits use (checks every record)
     rows = rows[: args.limit] if args.limit else rows
     items = tuple(item_from_row(cap, r, args.data_file, k + 1) for k, r in enumerate(rows))
-    suite = Suite("ifeval-full", 1, str(args.data_file),
-                  (Capability("ifeval", "HOW", "ifeval", metrics_of("ifeval")),), items)
+    suite = Suite(name="ifeval-full", version=1, path=str(args.data_file),
+                  capabilities=(Capability(name="ifeval", group="HOW", scorer="ifeval", metrics=metrics_of("ifeval")),), items=items)
     base = resolve_base(None)
     done: dict[str, dict] = {}
     if args.save.is_file():
@@ -71,7 +71,7 @@ def main() -> int:
     todo = [i for i in items if i.id not in done]
     for k in range(0, len(todo), args.chunk):
         chunk = todo[k:k + args.chunk]
-        sub = Suite(suite.name, 1, suite.path, suite.capabilities, tuple(chunk))
+        sub = Suite(name=suite.name, version=1, path=suite.path, capabilities=suite.capabilities, items=tuple(chunk))
         t_chunk = time.perf_counter()
         gens_chunk = backend.generate(plan_requests(sub, ("base",)))
         per = (time.perf_counter() - t_chunk) / len(chunk)
@@ -84,7 +84,7 @@ def main() -> int:
     wall = time.perf_counter() - t0
     from auditor.records import Generation
 
-    gens = [Generation(i.id, "base", done[i.id]["response"], done[i.id]["n_tokens"]) for i in items]
+    gens = [Generation(item_id=i.id, variant="base", text=done[i.id]["response"], n_tokens=done[i.id]["n_tokens"]) for i in items]
     gen_s = sum(done[i.id]["s_per_prompt"] for i in items)
     scores = score_all({i.id: i for i in items}, gens, {"ifeval": "ifeval"})
     # compare_metrics pairs base with adapter; the base-only run is scored by pairing it with itself

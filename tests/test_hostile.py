@@ -291,8 +291,8 @@ def test_dora_runs_on_the_hf_backend_even_when_the_config_denies_it(tmp_path, ba
 
     a = _dora(tmp_path / "a", use_dora=False)
     backend = HFBackend(base_model.path, {"adapter": (a, "dora-test")}, batch_size=2)
-    item = Item("t/0", "math", "CAN", ({"role": "user", "content": "What is 2+3?"},), 4, {})
-    gens = backend.generate([Request(item, "base"), Request(item, "adapter")])
+    item = Item(id="t/0", capability="math", group="CAN", messages=({"role": "user", "content": "What is 2+3?"},), max_new_tokens=4, target={})
+    gens = backend.generate([Request(item=item, variant="base"), Request(item=item, variant="adapter")])
     assert [g.variant for g in gens] == ["base", "adapter"] and all(g.n_tokens > 0 for g in gens)
     q_proj = backend.model.base_model.model.model.layers[0].self_attn.q_proj
     assert "adapter" in q_proj.lora_magnitude_vector  # loaded as DoRA, with the adapter's magnitudes
@@ -302,7 +302,7 @@ def test_dora_runs_on_the_hf_backend_even_when_the_config_denies_it(tmp_path, ba
     # peft refuses DoRA in a mixed base/adapter batch: forced, the refusal falls back to variant by variant
     assert not backend.mix_variants
     backend.mix_variants = True
-    again = backend.generate([Request(item, "base"), Request(item, "adapter")], use_cache=False)
+    again = backend.generate([Request(item=item, variant="base"), Request(item=item, variant="adapter")], use_cache=False)
     assert [g.text for g in again] == [g.text for g in gens] and not backend.mix_variants
 
 

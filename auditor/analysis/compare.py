@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -59,13 +60,16 @@ def _paired(items: list[Item], clusters: np.ndarray, base: list[Score], adap: li
     return stats.PairedData(b, a, w, clusters, groups)
 
 
-def compare_metrics(suite: Suite, scores: list[Score], settings: StatsSettings | None = None) -> list[MetricComparison]:
+def compare_metrics(suite: Suite, scores: list[Score], settings: StatsSettings | None = None, *,
+                    reference: str = "base", candidate: str = "adapter") -> list[MetricComparison]:
     """Compare base and adapter per metric of every capability in the suite.
 
     Args:
         suite: the suite (capabilities, their groups and metric specs).
-        scores: scores of both variants for the suite's items.
+        scores: scores of both variants for the suite's items (other variants' are ignored).
         settings: interval level, resamples and seed (defaults: 95%, 4000, 0).
+        reference, candidate: the variants compared (``Score.variant``): the comparison's "base" side
+            and its "adapter" side (e.g. ``baseline`` and ``adapter0`` for a release comparison).
 
     Returns:
         One MetricComparison per ``<capability>.<metric>``, in suite order, with
@@ -74,17 +78,17 @@ def compare_metrics(suite: Suite, scores: list[Score], settings: StatsSettings |
         kept in ``.draws`` (not serialised) for :func:`drift_score`.
 
     Raises:
-        ValueError: a capability lacks paired base/adapter scores.
+        ValueError: a capability lacks paired reference/candidate scores.
     """
     st = settings or StatsSettings()
     by: dict[tuple[str, str], list[Score]] = defaultdict(list)
     item_of = {i.id: i for i in suite.items}
     for s in scores:
         by[(item_of[s.item_id].capability, s.variant)].append(s)
-    out: list[MetricComparison] = []
+    fields: list[dict[str, Any]] = []  # each comparison's fields; p_adjusted needs all their p-values
     for cap in suite.capabilities:
-        base = sorted(by[(cap.name, "base")], key=lambda s: s.item_id)
-        adap = sorted(by[(cap.name, "adapter")], key=lambda s: s.item_id)
+        base = sorted(by[(cap.name, reference)], key=lambda s: s.item_id)
+        adap = sorted(by[(cap.name, candidate)], key=lambda s: s.item_id)
         if not base or [s.item_id for s in base] != [s.item_id for s in adap]:
             raise ValueError(f"capability {cap.name}: base and adapter scores are not paired")
         items = [item_of[s.item_id] for s in base]
@@ -115,9 +119,9 @@ def compare_metrics(suite: Suite, scores: list[Score], settings: StatsSettings |
             # so that adding them changed no interval or two-sided p-value
             p_dec, p_inc = stats.one_sided_p(d, st.n_resamples, stats.rng_for(st.seed, f"{cap.name}.{m.name}/one-sided"),
                                              m.aggregate)
-            floor = stats.chance_level([len(it.target.get("choices") or [0] * 4) for it in items]) \
+            floor = stats.chance_level(np.array([len(it.target.get("choices") or [0] * 4) for it in items])) \
                 if m.chance_floor else 0.0
-            out.append(MetricComparison(
+            fields.append(dict(
                 metric=f"{cap.name}.{m.name}", capability=cap.name, group=cap.group, n_items=d.n_items,
                 base=b_obs, adapter=a_obs, delta=scale * (a_obs - b_obs),
                 delta_unit="points" if m.unit == "fraction" else m.unit,
@@ -125,10 +129,9 @@ def compare_metrics(suite: Suite, scores: list[Score], settings: StatsSettings |
                 higher_is_better=m.higher_is_better, unit=m.unit, aggregate=m.aggregate,
                 n_clusters=d.n_clusters, confidence=st.confidence,
                 ci_low=stats.finite_or_none(lo), ci_high=stats.finite_or_none(hi),
-                rel_ci_pct=[rel_lo, rel_hi] if b_obs and np.isfinite(rel_lo) else None,
+                rel_ci_pct=(rel_lo, rel_hi) if b_obs and np.isfinite(rel_lo) else None,
                 test=test, p_value=p, discordant=disc, p_decrease=p_dec, p_increase=p_inc, floor=floor,
                 draws=scale * boot.delta, rel_draws=boot.rel_delta_pct,
             ))
-    for c, q in zip(out, stats.bh_adjust([c.p_value for c in out])):
-        c.p_adjusted = q
-    return out
+    adjusted = stats.bh_adjust([f["p_value"] for f in fields])
+    return [MetricComparison(**f, p_adjusted=q) for f, q in zip(fields, adjusted)]

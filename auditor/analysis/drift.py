@@ -14,6 +14,8 @@ and DriftScore is recomputed per resample.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from ..records import DriftResult, MetricComparison
@@ -25,7 +27,7 @@ def _gain(c: MetricComparison, values: np.ndarray | float) -> np.ndarray | float
 
 
 def drift_score(comparisons: list[MetricComparison], label: str | None, label_source: str,
-                target: str | None, off_target: list[str], max_drift_pts: float) -> DriftResult:
+                target: str | None, off_target: Sequence[str], max_drift_pts: float) -> DriftResult:
     """Compute TargetGain, OffTargetGain and DriftScore (points) for a nominal label.
 
     DriftScore's interval comes from the metrics' joint bootstrap replicates
@@ -45,7 +47,9 @@ def drift_score(comparisons: list[MetricComparison], label: str | None, label_so
     """
     by = {c.metric: c for c in comparisons}
     if label is None or target is None:
-        return DriftResult(label, label_source, target, list(off_target), None, None, None, False)
+        return DriftResult(label=label, label_source=label_source, target_metric=target,
+                           off_target_metrics=tuple(off_target), target_gain_pts=None, off_target_gain_pts=None,
+                           drift_score_pts=None, mismatch=False)
     for m in (target, *off_target):
         if not by[m].is_fraction:
             raise ValueError(f"{m} is measured in {by[m].unit}, not points: it cannot enter DriftScore")
@@ -56,8 +60,9 @@ def drift_score(comparisons: list[MetricComparison], label: str | None, label_so
     lo = hi = None
     draws = None
     if t.draws is not None and all(by[m].draws is not None for m in off_target):
-        og_draws = np.mean([_gain(by[m], by[m].draws) for m in off_target], axis=0) if off_target else 0.0
-        draws = og_draws - _gain(t, t.draws)
+        og_draws = np.mean(np.array([_gain(by[m], by[m].draws) for m in off_target], dtype=float), axis=0) \
+            if off_target else 0.0
+        draws = np.asarray(og_draws - _gain(t, t.draws), dtype=float)
         n_units = min(by[m].n_clusters for m in (target, *off_target))
         lo, hi = (stats.finite_or_none(x) for x in stats.percentile_interval(draws, t.confidence, n_units))
     p_positive = None
@@ -66,5 +71,7 @@ def drift_score(comparisons: list[MetricComparison], label: str | None, label_so
         finite = finite[np.isfinite(finite)]
         if finite.size:
             p_positive = float((1 + np.sum(finite <= 0)) / (1 + finite.size))
-    return DriftResult(label, label_source, target, list(off_target), tg, og, ds, ds > max_drift_pts,
-                       ci_low_pts=lo, ci_high_pts=hi, confidence=t.confidence, p_positive=p_positive, draws=draws)
+    return DriftResult(label=label, label_source=label_source, target_metric=target,
+                       off_target_metrics=tuple(off_target), target_gain_pts=tg, off_target_gain_pts=og,
+                       drift_score_pts=ds, mismatch=ds > max_drift_pts, ci_low_pts=lo, ci_high_pts=hi,
+                       confidence=t.confidence, p_positive=p_positive, draws=draws)

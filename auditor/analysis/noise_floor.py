@@ -35,7 +35,7 @@ def noise_floor(backend: "Backend", suite: Suite, generations: list[Generation],
     """
     items = {i.id: i for i in suite.items}
     bs = backend.batch_size
-    used = bs if bs != "auto" else max(backend.stats.batch_sizes_used.values(), default=2)
+    used = int(bs) if bs != "auto" else max(backend.stats.batch_sizes_used.values(), default=2)
     replay_bs = used // 2 if used > 1 else 2
     log(f"noise floor: replaying the base variant with batch size {replay_bs} (was {bs})")
     backend.batch_size = replay_bs
@@ -48,5 +48,6 @@ def noise_floor(backend: "Backend", suite: Suite, generations: list[Generation],
     replay_scores = {s.item_id: s.values for s in score_all(items, replay, scorer_of)}
     changed = sorted(g.item_id for g in replay if g.text != first[g.item_id].text)
     score_changed = sorted(i for i in changed if replay_scores[i] != first_scores[i])
-    return NoiseFloor(n_items=len(replay), batch_sizes=[bs, replay_bs], n_differ=len(changed),
-                      n_score_differ=len(score_changed), items_differ=changed, items_score_differ=score_changed)
+    return NoiseFloor(n_items=len(replay), batch_sizes=(bs, replay_bs), n_differ=len(changed),
+                      n_score_differ=len(score_changed), items_differ=tuple(changed),
+                      items_score_differ=tuple(score_changed))

@@ -14,12 +14,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..records import AdapterConfig, AdapterInfo, AdapterTensor, BaseModel, Generation, Item, PromptTemplate, Request
+from ..records import (AdapterConfig, AdapterInfo, AdapterTensor, BaseModel, Generation, Item, PromptTemplate, Request,
+                       Variant)
 from .cache import GenerationCache, generation_key
 
 if TYPE_CHECKING:
@@ -80,6 +82,11 @@ class Backend(Protocol):
 
     def run_info(self, variant: str) -> dict[str, Any] | None:
         """What results.json records under ``run.<name>`` for one adapter variant (None: nothing)."""
+
+
+def adapter_folders(variants: Sequence[Variant]) -> dict[str, tuple[Path, str]]:
+    """Variant name → (PEFT folder, content digest): what a backend's constructor takes of a run's variants."""
+    return {v.name: (v.folder, v.digest) for v in variants}
 
 
 class CachedBackend:
@@ -222,10 +229,10 @@ class CachedBackend:
         """
 
     @classmethod
-    def create(cls, opts: "AuditOptions", base: BaseModel, adapters: dict[str, tuple[Path, str]],
-               infos: list[AdapterInfo], cache: GenerationCache, base_digest: str,
-               variants: list[str]) -> "CachedBackend":
-        """The backend for one run: ``adapters`` maps each variant to (folder, content digest)."""
+    def create(cls, opts: "AuditOptions", base: BaseModel, variants: Sequence[Variant], cache: GenerationCache,
+               base_digest: str) -> "CachedBackend":
+        """The backend for one run of ``variants`` (each adapter under its variant name, with what inspection
+        found of it), reading and writing ``cache``."""
         raise NotImplementedError
 
     def _decode(self, row: list[int], variant: str = "base") -> tuple[str, int]:
@@ -261,14 +268,16 @@ class CachedBackend:
             p.keys[(r.item.id, r.variant)] = key
             hit = p.cache.get(key, r.variant)
             if hit is not None:
-                p.results[(r.item.id, r.variant)] = Generation(r.item.id, r.variant, hit[0], hit[1])
+                p.results[(r.item.id, r.variant)] = Generation(item_id=r.item.id, variant=r.variant, text=hit[0],
+                                                               n_tokens=hit[1], prompt=rendered[(r.item.id, r.variant)])
             else:
                 p.todo[r.variant].append(r.item)
         return p
 
     def _record(self, p: "_Pending", item: Item, variant: str, text: str, n: int) -> None:
         """Keep one fresh answer: in the results, the stats and the cache."""
-        p.results[(item.id, variant)] = Generation(item.id, variant, text, n)
+        p.results[(item.id, variant)] = Generation(item_id=item.id, variant=variant, text=text, n_tokens=n,
+                                                   prompt=p.rendered[(item.id, variant)])
         self.stats.new_tokens[variant] = self.stats.new_tokens.get(variant, 0) + n
         self.stats.generated[variant] = self.stats.generated.get(variant, 0) + 1
         p.cache.put(p.keys[(item.id, variant)], text, n, {"base": self.base_digest, "backend": self.name,

@@ -14,12 +14,13 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..errors import AuditInputError
-from ..records import AdapterInfo, BaseModel, Generation, Item, Request, VocabResize
+from ..records import AdapterConfig, AdapterInfo, BaseModel, Generation, Item, Request, Variant, VocabResize
 from ..util.versions import versions
-from .base import CachedBackend
+from .base import CachedBackend, adapter_folders
 from .cache import GenerationCache
 
 if TYPE_CHECKING:
@@ -78,7 +79,7 @@ def _batches(items: list[Item], batch_size: int | Callable[[int, list[Item]], in
     for budget in sorted(by_budget):
         group = sorted(by_budget[budget], key=lambda i: (prompt_len[i.id], i.id))
         size = batch_size(budget, group) if callable(batch_size) else batch_size
-        if split_small and 1 < len(group) <= batch_size:
+        if split_small and 1 < len(group) <= size:
             size = (len(group) + 1) // 2
         for k in range(0, len(group), size):
             yield group[k:k + size]
@@ -97,7 +98,8 @@ def _drop_adapter_names_hooks(model: Any) -> None:
 
 
 def _holds_dora(folder: Path) -> bool:
-    """Whether the adapter's weights hold DoRA magnitudes (header only; see :mod:`auditor.inspect.tensors`)."""
+    """Whether the adapter's weights hold DoRA magnitudes (header only; see :mod:`auditor.inspect.tensors`):
+    for a backend built without the inspection's answer (``HFBackend(inspected=None)``)."""
     from safetensors import safe_open
 
     from peft.utils import SAFETENSORS_WEIGHTS_NAME as WEIGHTS_NAME  # the file auditor.inspect.paths.WEIGHTS_NAME names
@@ -106,13 +108,16 @@ def _holds_dora(folder: Path) -> bool:
         return any("lora_magnitude_vector" in k for k in f.keys())
 
 
-def _as_the_tensors_say(folder: Path, dora: bool, scratch: Path) -> Path:
+def _as_the_tensors_say(folder: Path, dora: bool, scratch: Path, config: AdapterConfig | None = None) -> Path:
     """The adapter folder PEFT should load: ``folder`` itself, or, when ``use_dora`` in
     its config disagrees with the weights (``dora``: they hold DoRA magnitudes;
     the tensors decide), ``scratch`` holding a corrected copy of the config and a
-    link to the weights."""
+    link to the weights. ``config``: the inspection's parsed config (the file is then read only to
+    copy it, when it disagrees)."""
     from peft.utils import CONFIG_NAME, SAFETENSORS_WEIGHTS_NAME as WEIGHTS_NAME
 
+    if config is not None and config.use_dora == dora:
+        return folder
     cfg = json.loads((folder / CONFIG_NAME).read_text(encoding="utf-8"))
     if bool(cfg.get("use_dora")) == dora:
         return folder
@@ -186,6 +191,8 @@ class HFBackend(CachedBackend):
             before PEFT loads the adapters, that variant's prompts are encoded and its answers decoded
             with its own tokenizer, and every other variant (the base included) keeps the base's
             vocabulary (ids at and above the base's size never generated).
+        inspected: variant → (whether its weights hold DoRA magnitudes, its parsed config), as inspection
+            found them (:class:`~auditor.records.AdapterInfo`); None reads the weights' header again.
 
     Raises:
         AuditInputError: adapters of different resized vocabularies, or an adapter tokenizer that cannot
@@ -197,7 +204,8 @@ class HFBackend(CachedBackend):
     def __init__(self, base_path: Path, adapters: dict[str, tuple[Path, str]] | None, batch_size: int | str = 24,
                  dtype: str = "float32", cache: GenerationCache | None = None, base_digest: str = "",
                  mix_variants: bool | str = "auto", device: str = "auto",
-                 vocab_resize: dict[str, VocabResize] | None = None):
+                 vocab_resize: dict[str, VocabResize] | None = None,
+                 inspected: dict[str, tuple[bool, AdapterConfig | None]] | None = None):
         import torch
 
         super().__init__(base_path, adapters, dtype, cache, base_digest, batch_size)
@@ -209,7 +217,10 @@ class HFBackend(CachedBackend):
         self.torch = torch
         self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
         #: variant → its weights hold DoRA magnitudes (loaded as DoRA whatever use_dora says)
-        self.dora = {v: _holds_dora(p) for v, (p, _) in self.adapters.items()}
+        self.dora = {v: inspected[v][0] if inspected and v in inspected else _holds_dora(p)
+                     for v, (p, _) in self.adapters.items()}
+        #: variant → its parsed adapter_config.json (None: read by PEFT only)
+        self.configs = {v: inspected[v][1] if inspected and v in inspected else None for v in self.adapters}
         #: put rows of several variants in one generate call (peft mixed-adapter batches; not with
         #: DoRA, which peft refuses there, and a refused call leaves peft's adapter_names hooks behind)
         if mix_variants == "auto":
@@ -217,12 +228,12 @@ class HFBackend(CachedBackend):
         self.mix_variants = bool(mix_variants) and not any(self.dora.values())
 
     @classmethod
-    def create(cls, opts: "AuditOptions", base: BaseModel, adapters: dict[str, tuple[Path, str]],
-               infos: list[AdapterInfo], cache: GenerationCache, base_digest: str,
-               variants: list[str]) -> "HFBackend":
-        resized = {v: i.vocab_resize for v, i in zip(variants, infos) if i.vocab_resize is not None}
-        return cls(base.path, adapters, batch_size=opts.batch_size, dtype=opts.dtype, cache=cache,
-                   base_digest=base_digest, vocab_resize=resized)
+    def create(cls, opts: "AuditOptions", base: BaseModel, variants: Sequence[Variant], cache: GenerationCache,
+               base_digest: str) -> "HFBackend":
+        resized = {v.name: v.info.vocab_resize for v in variants if v.info.vocab_resize is not None}
+        return cls(base.path, adapter_folders(variants), batch_size=opts.batch_size, dtype=opts.dtype, cache=cache,
+                   base_digest=base_digest, vocab_resize=resized,
+                   inspected={v.name: (v.info.dora, v.info.config) for v in variants})
 
     def _load(self):
         """The base model with every adapter attached (each as its own peft adapter, named by its variant)."""
@@ -234,7 +245,7 @@ class HFBackend(CachedBackend):
             self._resize_embeddings(model)
         with tempfile.TemporaryDirectory(prefix="auditor-adapter-") as tmp:
             for k, (variant, (path, _)) in enumerate(self.adapters.items()):
-                path = _as_the_tensors_say(path, self.dora[variant], Path(tmp) / variant)
+                path = _as_the_tensors_say(path, self.dora[variant], Path(tmp) / variant, self.configs[variant])
                 if k == 0:
                     from peft import PeftModel
 
@@ -257,6 +268,7 @@ class HFBackend(CachedBackend):
                 raise AuditInputError(Path(self.adapters[variant][0]) / r.tokenizer_file,
                                       f"the adapter's tokenizer has {n:,} tokens but its saved embeddings have "
                                       f"{r.size:,} rows")
+        assert self.resize is not None  # called only for a resized vocabulary
         with self.torch.random.fork_rng(devices=[]):
             self.torch.manual_seed(0)
             model.resize_token_embeddings(self.resize.size)

@@ -30,12 +30,13 @@ import re
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AuditInputError
 from ..util.versions import versions
-from ..records import AdapterInfo, BaseModel, Generation, Item, Request
-from .base import CachedBackend
+from ..records import AdapterInfo, BaseModel, Variant, Generation, Item, Request
+from .base import CachedBackend, adapter_folders
 from .cache import GenerationCache
 
 if TYPE_CHECKING:
@@ -81,16 +82,17 @@ class OpenAIBackend(CachedBackend):
                                                       "http://127.0.0.1:8000/v1)")
 
     @classmethod
-    def create(cls, opts: "AuditOptions", base: BaseModel, adapters: dict[str, tuple[Path, str]],
-               infos: list[AdapterInfo], cache: GenerationCache, base_digest: str,
-               variants: list[str]) -> "OpenAIBackend":
+    def create(cls, opts: "AuditOptions", base: BaseModel, variants: Sequence[Variant], cache: GenerationCache,
+               base_digest: str) -> "OpenAIBackend":
+        adapters, infos = adapter_folders(variants), [v.info for v in variants]
         for info in infos:  # prompts go to the server as the base's token ids; vLLM serves no extra vocabulary
             if info.vocab_resize is not None:
                 raise AuditInputError(info.weights_file, f"the adapter was trained with {info.vocab_resize.n_added} "
                                                          "added tokens (a resized vocabulary), which an OpenAI-compatible"
                                                          " server cannot be sent; run the audit with --backend hf")
+        assert opts.endpoint  # check_options refused a run without one
         return cls(base.path, adapters, endpoint=opts.endpoint, served_base=opts.served_base,
-                   served_names=dict(zip(variants, opts.served_adapters)), concurrency=opts.concurrency,
+                   served_names=dict(zip([v.name for v in variants], opts.served_adapters)), concurrency=opts.concurrency,
                    cache=cache, base_digest=base_digest, base_name=base.name)
 
     # ------------------------------------------------------------------ the server

@@ -48,12 +48,13 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AuditInputError
-from ..records import AdapterConfig, AdapterInfo, AdapterTensor, BaseModel, Generation, Item, Request
+from ..records import AdapterConfig, AdapterInfo, AdapterTensor, BaseModel, Variant, Generation, Item, Request
 from ..util.versions import versions
-from .base import CachedBackend
+from .base import CachedBackend, adapter_folders
 from .cache import GenerationCache
 from . import vllm_compat
 from .vllm_compat import check_engine_args, check_vllm_servable, lora_identity, vllm_lora_rank
@@ -132,9 +133,9 @@ class VLLMBackend(CachedBackend):
         check_vllm_servable(weights, cfg, tensors)
 
     @classmethod
-    def create(cls, opts: "AuditOptions", base: BaseModel, adapters: dict[str, tuple[Path, str]],
-               infos: list[AdapterInfo], cache: GenerationCache, base_digest: str,
-               variants: list[str]) -> "VLLMBackend":
+    def create(cls, opts: "AuditOptions", base: BaseModel, variants: Sequence[Variant], cache: GenerationCache,
+               base_digest: str) -> "VLLMBackend":
+        adapters, infos = adapter_folders(variants), [v.info for v in variants]
         return cls(base.path, adapters, max_rank=max(i.max_rank for i in infos), dtype=opts.dtype, cache=cache,
                    base_digest=base_digest, engine_args=opts.vllm_args, verbose=opts.verbose,
                    user_dtype=opts.dtype != "float32")

@@ -226,6 +226,12 @@ _LOG: Path | None = None
 _KEEP_LOG = False
 
 
+def _remove_log() -> None:
+    """At exit: remove the engine log unless a start failure named it (:data:`_KEEP_LOG`)."""
+    if _LOG is not None and not _KEEP_LOG:
+        _LOG.unlink(missing_ok=True)
+
+
 def engine_log(verbose: bool = False) -> Path | None:
     """This process's vLLM log file (None with ``verbose`` or ``AUDITOR_DEBUG``: the terminal); created on
     first use, removed at exit unless an engine failed to start (the error line names it)."""
@@ -234,7 +240,7 @@ def engine_log(verbose: bool = False) -> Path | None:
         return None
     if _LOG is None:
         _LOG = Path(tempfile.mkstemp(prefix="auditor-vllm-", suffix=".log")[1])
-        atexit.register(lambda: _LOG is not None and not _KEEP_LOG and _LOG.unlink(missing_ok=True))
+        atexit.register(_remove_log)
     return _LOG
 
 

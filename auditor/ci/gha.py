@@ -140,7 +140,7 @@ def run_audit_command(cmd: list[str], cwd: Path) -> tuple[int, list[str]]:
     """Run ``cmd``, relaying its stderr to ours as it comes; return the exit code and the last stderr lines."""
     tail: list[str] = []
     with subprocess.Popen(cmd, cwd=cwd, stderr=subprocess.PIPE, text=True, errors="replace") as proc:
-        for line in proc.stderr:
+        for line in proc.stderr or ():
             sys.stderr.write(line)
             tail = (tail + [line.rstrip("\n")])[-20:]
     sys.stderr.flush()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 from ..errors import AuditInputError
 from ..records import AdapterConfig, AdapterInfo, AdapterTensor
@@ -24,14 +25,24 @@ from .tensors import (DORA_BACKENDS, FOREIGN_MODULES, PEFT_PREFIX, check_dora, c
                       check_names_match, classify_tensors, is_vocab_module, target_present)
 from .tokenizer_files import inspect_tokenizer_files, named_tokens, tokenizer_warnings
 from .vocabulary import module_of, vocab_resize, vocab_rows
+from .weight_space import cached_weight_space
 
 
-def preflight_adapter(arg: str | Path, max_bytes: int | None = None
-                      ) -> tuple[Path, Path, AdapterConfig, list[AdapterTensor]]:
+class Preflight(NamedTuple):
+    """What :func:`preflight_adapter` read of an adapter: its folder, weights file, parsed config and
+    the tensors of the safetensors header (no data)."""
+
+    folder: Path
+    weights: Path
+    config: AdapterConfig
+    tensors: list[AdapterTensor]
+
+
+def preflight_adapter(arg: str | Path, max_bytes: int | None = None) -> Preflight:
     """Checks that need no base model: path, config, weight-file kind and header.
 
     Returns ``(folder, weights_file, config, tensors)``. Run first, so a broken
-    adapter is refused in well under a second.
+    adapter is refused in well under a second; :func:`inspect_adapter` takes the result on.
 
     Raises:
         AuditInputError: as for :func:`inspect_adapter`.
@@ -39,17 +50,23 @@ def preflight_adapter(arg: str | Path, max_bytes: int | None = None
     folder, weights = resolve_adapter_path(arg, max_bytes)
     cfg = read_config(folder)
     check_magic(weights)
-    return folder, weights, cfg, read_tensors(weights)
+    return Preflight(folder, weights, cfg, read_tensors(weights))
 
 
-def inspect_adapter(arg: str | Path, base_path: Path, base_name: str, max_bytes: int | None = None) -> AdapterInfo:
+def inspect_adapter(arg: str | Path | Preflight, base_path: Path, base_name: str, max_bytes: int | None = None, *,
+                    base_digest: str | None = None, converted_from: Path | None = None) -> AdapterInfo:
     """Inspect an adapter against a base model.
 
     Args:
-        arg: adapter folder or its ``adapter_model.safetensors``.
+        arg: adapter folder or its ``adapter_model.safetensors``, or what :func:`preflight_adapter`
+            read of it (not read again).
         base_path: local folder of the base model (only ``config.json`` is read).
         base_name: the audited base's name, compared with the declared base.
         max_bytes: the largest weights file accepted (None: :func:`max_adapter_bytes`).
+        base_digest: the base folder's content digest: when given, the weight-space pre-screen is
+            computed (:func:`~auditor.inspect.weight_space.cached_weight_space`, cached by content).
+        converted_from: the user's pickle file when ``arg`` is its safetensors conversion (``--allow-bin``),
+            said in a warning.
 
     Returns:
         AdapterInfo with real per-module ranks and warnings.
@@ -65,7 +82,7 @@ def inspect_adapter(arg: str | Path, base_path: Path, base_name: str, max_bytes:
             the adapter's tokenizer length (:mod:`.vocabulary`), full copies of other modules,
             partial or misshapen DoRA magnitudes, a tokenizer file that cannot be read.
     """
-    folder, weights, cfg, tensors = preflight_adapter(arg, max_bytes)
+    folder, weights, cfg, tensors = arg if isinstance(arg, Preflight) else preflight_adapter(arg, max_bytes)
     base_shapes = base_linear_shapes(base_path)
     base_modules = list(base_shapes)
 
@@ -151,6 +168,12 @@ def inspect_adapter(arg: str | Path, base_path: Path, base_name: str, max_bytes:
                                    named_tokens(folder, tokenizer_files.files),
                                    "trainable_token_indices" if tokens else "modules_to_save", vocab_modules)
     warnings.extend(tokenizer_warnings(tokenizer_files, base_path, resized))
+    if converted_from is not None:
+        warnings.append(f"pickle adapter {converted_from} loaded with torch.load(weights_only=True) "
+                        f"(--allow-bin) and audited from its safetensors conversion in {folder}")
+    # the weight-space pre-screen: seconds, from the tensors, before any generation; cached by content
+    # whatever --no-cache says (that is the generation cache): a pure function of the files
+    space = None if base_digest is None else cached_weight_space(weights, cfg, base_path, ranks, base_digest)
 
     return AdapterInfo(
         path=str(folder),
@@ -159,7 +182,7 @@ def inspect_adapter(arg: str | Path, base_path: Path, base_name: str, max_bytes:
         peft_type="LORA",
         r=cfg.r,
         lora_alpha=cfg.lora_alpha,
-        target_modules=target_list,
+        target_modules=tuple(target_list),
         ranks=ranks,
         n_tensors=len(tensors),
         size_bytes=weights.stat().st_size,
@@ -167,11 +190,12 @@ def inspect_adapter(arg: str | Path, base_path: Path, base_name: str, max_bytes:
         nominal_label=label,
         matched_modules=len(ranks),
         no_effect=no_effect,
-        warnings=warnings,
+        warnings=tuple(warnings),
         dora=dora,
         declared_base_status=base_status,
         declared_base_note=base_warnings[0] if base_warnings else "",
         config=cfg,
+        weight_space=space,
         tokenizer_files=tokenizer_files,
         vocab_resize=resized,
     )

@@ -69,7 +69,7 @@ def _convert_gguf(gguf: Path, out: Path) -> None:
     if hasattr(config, "quantization_config"):
         del config.quantization_config
     config.name_or_path = DEFAULT_BASE_NAME
-    plain = LlamaForCausalLM(config).to(torch.float32)
+    plain = LlamaForCausalLM(config).to(torch.float32)  # type: ignore[arg-type]  # nn.Module.to(dtype), not a hub call
     missing, unexpected = plain.load_state_dict(quant.state_dict(), strict=False)
     # lm_head is tied to the embeddings in SmolLM2; anything else missing is a bug
     if [m for m in missing if m != "lm_head.weight"] or unexpected:
@@ -140,7 +140,7 @@ def resolve_base(base: str | None) -> BaseModel:
         with atomic_dir(final) as tmp:
             if tmp is not None:
                 _convert_gguf(gguf, tmp)
-        return BaseModel(DEFAULT_BASE_NAME, final, f"embedded:{gguf.name}", digest)
+        return BaseModel(name=DEFAULT_BASE_NAME, path=final, source=f"embedded:{gguf.name}", content_hash=digest)
     ref = hub.resolve(base, "base") if hub.looks_like_hub_id(base) else None
     path = ref.path if ref else Path(base).expanduser()
     if not path.is_dir():
@@ -156,6 +156,6 @@ def resolve_base(base: str | None) -> BaseModel:
     if not isinstance(name, str) or not name.strip():
         name = str(path.resolve())  # the folder records no model name: its path stands in (see auditor.inspect.declared_base)
     if ref:
-        return BaseModel(ref.repo_id, path.resolve(), f"hub:{ref.repo_id}@{ref.revision}" + (f":{ref.subfolder}" if ref.subfolder else ""), folder_digest(path),
-                         ref.as_dict())
-    return BaseModel(str(name) if name else str(path), path.resolve(), "local", folder_digest(path))
+        return BaseModel(name=ref.repo_id, path=path.resolve(), source=f"hub:{ref.repo_id}@{ref.revision}" + (f":{ref.subfolder}" if ref.subfolder else ""), content_hash=folder_digest(path),
+                         hub=ref.as_dict())
+    return BaseModel(name=str(name) if name else str(path), path=path.resolve(), source="local", content_hash=folder_digest(path))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import NamedTuple
 
 from ..errors import AuditInputError
 from ..records import AdapterInfo, PromptTemplate, TokenizerFiles
@@ -62,12 +63,21 @@ def base_template(base_path: Path) -> PromptTemplate:
         raise AuditInputError(base_path, "the base's tokenizer has no chat template; give one with --chat-template FILE")
     where = next((str(base_path / f) for f in ("chat_template.jinja", "chat_template.json", "tokenizer_config.json")
                   if (base_path / f).is_file()), str(base_path))
-    return PromptTemplate("base", where, template_sha256(text), "base", str(base_path), text)
+    return PromptTemplate(chat_template="base", template_file=where, template_sha256=template_sha256(text),
+                          tokenizer="base", tokenizer_path=str(base_path), text=text)
 
 
-def choose_templates(mode: str, base_path: Path, adapters: dict[str, AdapterInfo]) -> dict[str, PromptTemplate]:
-    """The template of every variant (``base`` and each key of ``adapters``); the warnings each adapter's
-    card carries about it are appended to its ``warnings``.
+class TemplateChoice(NamedTuple):
+    """What :func:`choose_templates` decided: each variant's template, and the warnings each adapter's
+    card carries about it (variant → warnings, in the order found; every adapter variant has an entry)."""
+
+    templates: dict[str, PromptTemplate]
+    warnings: dict[str, tuple[str, ...]]
+
+
+def choose_templates(mode: str, base_path: Path, adapters: dict[str, AdapterInfo]) -> TemplateChoice:
+    """The template of every variant (``base`` and each key of ``adapters``), and what each adapter's card
+    says about it.
 
     Args:
         mode: ``adapter``, ``base`` or a template file (see the module doc).
@@ -78,22 +88,26 @@ def choose_templates(mode: str, base_path: Path, adapters: dict[str, AdapterInfo
         AuditInputError: the ``FILE`` is not a usable template; with ``adapter``, an adapter's own
             template that is not (naming its file and the fault).
     """
-    out = _choose(mode, base_path, adapters)
+    out, warnings = _choose(mode, base_path, adapters)
     for variant, info in adapters.items():
         if info.vocab_resize is not None:
             out[variant] = dataclasses.replace(out[variant], tokenizer="adapter", tokenizer_path=info.path)
-    return out
+    return TemplateChoice(out, {v: tuple(w) for v, w in warnings.items()})
 
 
-def _choose(mode: str, base_path: Path, adapters: dict[str, AdapterInfo]) -> dict[str, PromptTemplate]:
+def _choose(mode: str, base_path: Path, adapters: dict[str, AdapterInfo]
+            ) -> tuple[dict[str, PromptTemplate], dict[str, list[str]]]:
     base = base_template(base_path)
     if mode not in MODES:
         path = Path(mode).expanduser().resolve()
         text = load_template_file(path, base_path)
-        chosen = PromptTemplate(f"file:{path}", str(path), template_sha256(text), "base", str(base_path), text)
+        chosen = PromptTemplate(chat_template=f"file:{path}", template_file=str(path),
+                                template_sha256=template_sha256(text), tokenizer="base",
+                                tokenizer_path=str(base_path), text=text)
         out = {"base": chosen}
     else:
         out = {"base": base}
+    warnings: dict[str, list[str]] = {v: [] for v in adapters}
     for variant, info in adapters.items():
         t = info.tokenizer_files or TokenizerFiles()
         own = Path(info.path) / t.template_file if t.template_file else None
@@ -101,9 +115,10 @@ def _choose(mode: str, base_path: Path, adapters: dict[str, AdapterInfo]) -> dic
             raise AuditInputError(own, f"the adapter's chat_template is {t.template_error} (audit it with "
                                        "--chat-template base, or fix the template)")
         if mode == "adapter" and t.chat_template == "differs":
-            out[variant] = PromptTemplate("adapter", str(own), t.template_sha256 or "", "base", str(base_path),
-                                          t.template_text or "")
-            info.warnings.append(
+            out[variant] = PromptTemplate(chat_template="adapter", template_file=str(own),
+                                          template_sha256=t.template_sha256 or "", tokenizer="base",
+                                          tokenizer_path=str(base_path), text=t.template_text or "")
+            warnings[variant].append(
                 f"the adapter ships its own chat template ({t.template_file}), which differs from the base's: its "
                 "answers are prompted with it and the base's with the base's, so each item's two prompts differ by "
                 "the template (--chat-template base prompts both with the base's)")
@@ -112,9 +127,9 @@ def _choose(mode: str, base_path: Path, adapters: dict[str, AdapterInfo]) -> dic
         if t.chat_template in ("differs", "invalid"):
             why = "it is " + t.template_error if t.chat_template == "invalid" else "it differs from the base's"
             used = "the base's" if mode in MODES else f"the one in {mode}"
-            info.warnings.append(f"the adapter's own chat template ({t.template_file}) was not used ({why}): "
-                                 f"its answers were prompted with {used} (--chat-template {mode})")
+            warnings[variant].append(f"the adapter's own chat template ({t.template_file}) was not used ({why}): "
+                                     f"its answers were prompted with {used} (--chat-template {mode})")
         elif t.chat_template == "identical" and mode not in MODES:
-            info.warnings.append(f"the adapter's own chat template ({t.template_file}, the same as the base's) was "
-                                 f"not used: its answers were prompted with the one in {mode} (--chat-template)")
-    return out
+            warnings[variant].append(f"the adapter's own chat template ({t.template_file}, the same as the base's) "
+                                     f"was not used: its answers were prompted with the one in {mode} (--chat-template)")
+    return out, warnings

@@ -79,7 +79,7 @@ def read_tensors(weights: Path) -> list[AdapterTensor]:
             out = []
             for name in f.keys():
                 sl = f.get_slice(name)
-                out.append(AdapterTensor(name, tuple(int(d) for d in sl.get_shape()), str(sl.get_dtype())))
+                out.append(AdapterTensor(name=name, shape=tuple(int(d) for d in sl.get_shape()), dtype=str(sl.get_dtype())))
     except Exception as e:  # safetensors raises SafetensorError / OSError for corrupt files
         raise AuditInputError(weights, f"corrupt safetensors file: {' '.join(str(e).split())[:300]}") from None
     if not out:

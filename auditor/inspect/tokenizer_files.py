@@ -12,6 +12,8 @@ is decided by :mod:`auditor.inspect.chat_template`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import functools
 import hashlib
 from pathlib import Path
@@ -98,7 +100,7 @@ def _token_text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _adapter_vocabulary(folder: Path, files: list[str]) -> tuple[dict[str, int], dict[str, int], int | None]:
+def _adapter_vocabulary(folder: Path, files: Sequence[str]) -> tuple[dict[str, int], dict[str, int], int | None]:
     """(full vocabulary, added tokens, declared vocab size) named by the adapter's files (content → id)."""
     vocab: dict[str, int] = {}
     added: dict[str, int] = {}
@@ -120,8 +122,9 @@ def _adapter_vocabulary(folder: Path, files: list[str]) -> tuple[dict[str, int],
         cfg = read_json_strict(folder / "tokenizer_config.json")
         cfg = cfg if isinstance(cfg, dict) else {}
         for i, tok in (cfg.get("added_tokens_decoder") or {}).items():
-            if _token_text(tok) is not None and str(i).isdigit():
-                added[_token_text(tok)] = int(i)
+            text = _token_text(tok)
+            if text is not None and str(i).isdigit():
+                added[text] = int(i)
         declared = cfg.get("vocab_size") if isinstance(cfg.get("vocab_size"), int) else None
     if "added_tokens.json" in files:
         data = read_json_strict(folder / "added_tokens.json")
@@ -129,7 +132,7 @@ def _adapter_vocabulary(folder: Path, files: list[str]) -> tuple[dict[str, int],
     return vocab, added, declared
 
 
-def named_tokens(folder: Path, files: list[str]) -> dict[str, int]:
+def named_tokens(folder: Path, files: Sequence[str]) -> dict[str, int]:
     """Every token the adapter's tokenizer files name (its vocabulary and added tokens), content → id.
 
     Raises:
@@ -162,32 +165,31 @@ def inspect_tokenizer_files(folder: Path, base_path: Path) -> TokenizerFiles:
     base = base_tokenizer(str(base_path))
     base_tpl = base.chat_template if isinstance(base.chat_template, str) else None
     base_vocab = base.get_vocab()
-    out = TokenizerFiles(files=files, base_vocab_size=len(base_vocab),
-                         base_template_sha256=template_sha256(base_tpl) if base_tpl else None)
+    fields: dict[str, Any] = {}  # what the folder's files say, made into one record at the end
     text, where = adapter_template(folder)
     if text is not None:
         fault = template_fault(text, base)
-        out.template_text, out.template_file, out.template_sha256 = text, where, template_sha256(text)
-        out.chat_template = ("invalid" if fault else
-                             "identical" if base_tpl is not None and text.strip() == base_tpl.strip() else "differs")
-        out.template_error = fault or ""
+        fields.update(template_text=text, template_file=where, template_sha256=template_sha256(text),
+                      chat_template="invalid" if fault else
+                      "identical" if base_tpl is not None and text.strip() == base_tpl.strip() else "differs",
+                      template_error=fault or "")
     vocab, added, declared = _adapter_vocabulary(folder, files)
-    out.added_tokens = len(added)
     if vocab or added:
         named = vocab | added
         new = [t if t not in base_vocab else f"{t}@{i}" for t, i in sorted(named.items(), key=lambda x: x[1])
                if base_vocab.get(t) != i]
-        out.vocab_size = len(vocab) if vocab else declared
-        out.new_tokens = new[:_MAX_NEW_TOKENS_LISTED]
-        same_size = out.vocab_size is None or out.vocab_size == len(base_vocab)
-        out.vocabulary = "identical" if not new and same_size else "differs"
+        vocab_size = len(vocab) if vocab else declared
+        same_size = vocab_size is None or vocab_size == len(base_vocab)
+        fields.update(vocab_size=vocab_size, new_tokens=tuple(new[:_MAX_NEW_TOKENS_LISTED]),
+                      vocabulary="identical" if not new and same_size else "differs")
     elif declared is not None:
-        out.vocab_size = declared
-        out.vocabulary = "identical" if declared == len(base_vocab) else "differs"
+        fields.update(vocab_size=declared, vocabulary="identical" if declared == len(base_vocab) else "differs")
     base_special = {k: _token_text(getattr(base, k, None)) for k in SPECIAL}
-    out.special_tokens = {k: [v, base_special[k]] for k, v in _special_tokens(folder, files).items()
-                          if v != base_special[k]}
-    return out
+    return TokenizerFiles(files=tuple(files), base_vocab_size=len(base_vocab),
+                          base_template_sha256=template_sha256(base_tpl) if base_tpl else None,
+                          added_tokens=len(added),
+                          special_tokens={k: (v, base_special[k]) for k, v in _special_tokens(folder, files).items()
+                                          if v != base_special[k]}, **fields)
 
 
 def tokenizer_warnings(t: TokenizerFiles, base_path: Path, resized: VocabResize | None = None) -> list[str]:

@@ -113,5 +113,5 @@ def vocab_resize(folder: Path, weights: Path, size: int, base_size: int, tok: To
                                              "embeddings resized to the tokenizer's length, so they must be equal "
                                              "(resize_token_embeddings(len(tokenizer)) before training)")
     new = [t for t, i in sorted(added.items(), key=lambda x: x[1]) if i >= base_size]
-    return VocabResize(base_size=base_size, size=size, added=new[:_LISTED], n_added=size - base_size, how=how,
-                       modules=[m[len(PEFT_PREFIX):] for m in modules], tokenizer_file=file)
+    return VocabResize(base_size=base_size, size=size, added=tuple(new[:_LISTED]), n_added=size - base_size, how=how,
+                       modules=tuple(m[len(PEFT_PREFIX):] for m in modules), tokenizer_file=file)

@@ -21,9 +21,9 @@ The summary is descriptive: whether it predicts behavioural drift is measured on
 from __future__ import annotations
 
 import json
-import math
-import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from ..records import AdapterConfig, ModuleWeightSpace, WeightSpace
 from .tensors import PEFT_PREFIX, VOCAB_MODULES
@@ -32,15 +32,6 @@ from ..records.inputs import INTRUDER_EPSILON as EPSILON, INTRUDER_TOP_K as TOP_
 #: above this size the intruder check uses randomised truncated SVDs (torch.svd_lowrank): the top
 #: ``top_k`` directions of W + ΔW against the top ``4 · top_k`` of W (a Llama-8B projection is 4096²)
 _FULL_SVD_MAX = 2048
-
-
-def _scale(cfg: AdapterConfig, module: str, rank: int) -> float:
-    alpha = cfg.lora_alpha
-    for key, value in cfg.alpha_pattern.items():
-        if re.match(rf"(.*\.)?({key})$", module):
-            alpha = float(value)
-            break
-    return alpha / math.sqrt(rank) if cfg.use_rslora else alpha / rank
 
 
 def _base_tensor_files(base_path: Path) -> dict[str, Path]:
@@ -67,7 +58,7 @@ def _left_singular(m, k: int):
     return torch.svd_lowrank(m, q=k + 10, niter=4)[0][:, :k]
 
 
-def weight_space(weights: Path, cfg: AdapterConfig, base_path: Path, ranks: dict[str, int],
+def weight_space(weights: Path, cfg: AdapterConfig, base_path: Path, ranks: Mapping[str, int],
                  top_k: int = TOP_K, epsilon: float = EPSILON) -> WeightSpace:
     """The pre-screen of an adapter that passed inspection (``ranks``: module → real rank).
 
@@ -78,20 +69,21 @@ def weight_space(weights: Path, cfg: AdapterConfig, base_path: Path, ranks: dict
     from safetensors import safe_open
 
     base_files = _base_tensor_files(Path(base_path))
-    out = WeightSpace(top_k=top_k, epsilon=epsilon)
-    handles: dict[Path, object] = {}
+    modules: list[ModuleWeightSpace] = []
+    skipped: list[str] = []
+    handles: dict[Path, Any] = {}
     with safe_open(str(weights), framework="pt") as ad:
         names = set(ad.keys())
         for module in sorted(ranks):
             if module.rsplit(".", 1)[-1] in VOCAB_MODULES:
-                out.skipped.append(f"{module} (vocabulary-sized)")
+                skipped.append(f"{module} (vocabulary-sized)")
                 continue
             a_name = next((n for n in (f"{PEFT_PREFIX}{module}.lora_A.weight", f"{PEFT_PREFIX}{module}.lora_A.default.weight")
                            if n in names), None)
             b_name = a_name.replace("lora_A", "lora_B") if a_name else None
             w_name = f"{module}.weight"
             if a_name is None or b_name not in names or w_name not in base_files:
-                out.skipped.append(f"{module} (no LoRA factors or base weight found)")
+                skipped.append(f"{module} (no LoRA factors or base weight found)")
                 continue
             f = base_files[w_name]
             if f not in handles:
@@ -99,7 +91,7 @@ def weight_space(weights: Path, cfg: AdapterConfig, base_path: Path, ranks: dict
             w = handles[f].get_tensor(w_name).float()
             a, b = ad.get_tensor(a_name).float(), ad.get_tensor(b_name).float()
             rank = ranks[module]
-            scale = _scale(cfg, module, rank)
+            scale = cfg.scaling(module, rank)
             delta = scale * (b @ a)
             w_norm = float(torch.linalg.matrix_norm(w))
             s = torch.linalg.svdvals(delta.double()).float()[:rank]  # ΔW has rank ≤ r
@@ -114,18 +106,18 @@ def weight_space(weights: Path, cfg: AdapterConfig, base_path: Path, ranks: dict
             u_base = _left_singular(w, min(w.shape) if min(w.shape) <= _FULL_SVD_MAX else 4 * k)
             u_new = _left_singular(w + delta, k)
             cos = (u_new.T @ u_base).abs().max(dim=1).values
-            out.modules.append(ModuleWeightSpace(
+            modules.append(ModuleWeightSpace(
                 module=module, rank=rank, scale=scale,
                 relative_norm=float(torch.linalg.matrix_norm(delta)) / w_norm if w_norm else 0.0,
                 effective_rank=eff, intruders=int((cos < epsilon).sum())))
-    if out.modules:
-        n = len(out.modules)
-        out.relative_norm_mean = sum(m.relative_norm for m in out.modules) / n
-        out.relative_norm_max = max(m.relative_norm for m in out.modules)
-        out.effective_rank_mean = sum(m.effective_rank for m in out.modules) / n
-        out.intruders_total = sum(m.intruders for m in out.modules)
-        out.intruders_per_module = out.intruders_total / n
-    return out
+    if not modules:
+        return WeightSpace(top_k=top_k, epsilon=epsilon, skipped=tuple(skipped))
+    n = len(modules)
+    intruders = sum(m.intruders for m in modules)
+    return WeightSpace(modules=tuple(modules), relative_norm_mean=sum(m.relative_norm for m in modules) / n,
+                       relative_norm_max=max(m.relative_norm for m in modules),
+                       effective_rank_mean=sum(m.effective_rank for m in modules) / n, intruders_total=intruders,
+                       intruders_per_module=intruders / n, top_k=top_k, epsilon=epsilon, skipped=tuple(skipped))
 
 
 #: the cache folder of pre-screens (under :func:`auditor.util.files.cache_dir`); bump the version when
@@ -133,7 +125,7 @@ def weight_space(weights: Path, cfg: AdapterConfig, base_path: Path, ranks: dict
 CACHE_FOLDER, CACHE_VERSION = "weight_space", 1
 
 
-def cached_weight_space(weights: Path, cfg: AdapterConfig, base_path: Path, ranks: dict[str, int],
+def cached_weight_space(weights: Path, cfg: AdapterConfig, base_path: Path, ranks: Mapping[str, int],
                         base_digest: str, enabled: bool = True) -> WeightSpace:
     """:func:`weight_space`, kept in the cache folder by content: the adapter's weights file (sha256),
     its config, the base's folder digest and the settings key one JSON file. An audit of the same
@@ -141,6 +133,7 @@ def cached_weight_space(weights: Path, cfg: AdapterConfig, base_path: Path, rank
     ``enabled=False`` (``--no-cache``) computes it without reading or writing the cache."""
     import dataclasses
 
+    from ..records.plain import from_plain
     from ..util.files import atomic_write, cache_dir
     from ..util.hashing import canonical_sha256, sha256_file
 
@@ -151,8 +144,9 @@ def cached_weight_space(weights: Path, cfg: AdapterConfig, base_path: Path, rank
     path = cache_dir() / CACHE_FOLDER / f"{key}.json"
     try:
         d = json.loads(path.read_text(encoding="utf-8"))
-        d["modules"] = [ModuleWeightSpace(**m) for m in d["modules"]]
-        return WeightSpace(**d)
+        if not isinstance(d, dict) or set(d) != {f.name for f in dataclasses.fields(WeightSpace)}:
+            raise ValueError("another layout")
+        return from_plain(WeightSpace, d)
     except (OSError, ValueError, TypeError, KeyError):  # absent, or written by another layout: recompute
         pass
     ws = weight_space(weights, cfg, base_path, ranks)

@@ -24,7 +24,7 @@ not fail is **not_measurable**, in every mode.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,18 +32,24 @@ from scipy import stats as _st
 
 from ..analysis.stats import bh_adjust
 from ..records import RuleOutcome
+from ..records.vocab import Action, Decision, Mode, RuleKind
 from .loading import StatisticsPolicy
 
 
-@dataclass
-class Pending:
-    """A rule whose decision waits for the multiplicity adjustment.
+@dataclass(frozen=True, kw_only=True)
+class Case:
+    """A limit rule as the judge states it, before its decision (which waits for the multiplicity
+    adjustment over every rule of the look): what :func:`decide` turns into a whole
+    :class:`~auditor.records.RuleOutcome`.
 
     Attributes:
-        outcome: the rule's record, filled in by :func:`decide`.
+        rule, rule_id, kind, metric: the rule's name, stable id, kind and metric (as in RuleOutcome).
+        reason: what was measured, in words; the decision adds why it decided so.
         mode: its decision mode.
         moved: m̂, the movement toward the limited direction (the rule's units).
         limit: L.
+        ci: the movement's interval (sorted), or None.
+        n_items: the items the rule decides on.
         draws: bootstrap replicates of the movement (or None).
         p_beyond, p_within: one-sided bootstrap p-values relative to the limit (``confident`` and
             ``non_inferiority``).
@@ -53,24 +59,31 @@ class Pending:
         action: what a violated limit is (``fail`` or ``warn``).
         room: how far the base leaves the metric to move toward the limit (None: unbounded).
         measurability: why the rule cannot show its movement ("" when it can).
-        n_items: the items the rule decided on.
+        capabilities: whose items decide it (what a round buys for an undecided ``evidence`` rule).
+        fail_note: added to the reason when the rule fails (DriftScore: which way the label mismatched).
     """
 
-    outcome: RuleOutcome
-    mode: str
+    rule: str
+    rule_id: str
+    kind: RuleKind
+    metric: str | None
+    reason: str
+    mode: Mode
     moved: float
     limit: float
+    ci: tuple[float, float] | None
+    n_items: int
     draws: Any
     p_beyond: float | None
     p_within: float | None
     p_harm: float | None
     alpha_half: float
     too_few: bool
-    action: str
+    action: Action
     room: float | None = None
     measurability: str = ""
-    n_items: int = 0
-    capabilities: list[str] = field(default_factory=list)
+    capabilities: tuple[str, ...] = ()
+    fail_note: str = ""
 
     @property
     def point_beyond(self) -> bool:
@@ -101,7 +114,7 @@ def upper_bound(draws: Any, beta: float) -> float | None:
     return None if r is None else float(np.quantile(r, 1.0 - beta))
 
 
-def _items_to_decide(p: Pending, stats: StatisticsPolicy, alpha_look: float, n_rules: int) -> int | None:
+def _items_to_decide(p: Case, stats: StatisticsPolicy, alpha_look: float, n_rules: int) -> int | None:
     """About how many items (in total) would likely decide an undecided rule: the normal approximation
     of the movement's spread, scaled by 1/√n, toward the nearer of its two decision thresholds
     (significance beyond the limit, or an upper bound under ``clear_harm × L``)."""
@@ -141,80 +154,87 @@ def alpha_at_look(stats: StatisticsPolicy, look: int, looks: int | None = None) 
     return stats.alpha * (frac(k) ** stats.spending - frac(k - 1) ** stats.spending)
 
 
-def decide(pend: list[Pending], stats: StatisticsPolicy, look: int = 1, last: bool = True,
-           looks: int | None = None) -> None:
-    """Fill in ``decision`` and ``outcome`` of every pending rule (BH within each interval mode).
+def decide(cases: list[Case], stats: StatisticsPolicy, look: int = 1, last: bool = True,
+           looks: int | None = None) -> list[RuleOutcome]:
+    """Decide every limit rule of one look (BH within each interval mode) and state each whole.
 
     Args:
-        pend: the look's pending rules.
+        cases: the look's limit rules.
         stats: the policy's statistics settings.
         look: this look's number (1 for the suite's own items, then one per round).
         last: no more items will be bought: an ``evidence`` rule still undecided is inconclusive.
         looks: the looks planned before any data (:func:`alpha_at_look`); None: ``stats.looks``.
+
+    Returns:
+        One :class:`~auditor.records.RuleOutcome` per case, in the same order.
     """
     alpha_look = alpha_at_look(stats, look, looks)
+    p_of: dict[int, tuple[float, float]] = {}  # case index -> (p-value the mode decides on, its adjustment)
     for mode, field_ in (("confident", "p_beyond"), ("non_inferiority", "p_within"), ("evidence", "p_harm")):
-        group = [r for r in pend if r.mode == mode and getattr(r, field_) is not None and not r.too_few]
-        raw = [getattr(r, field_) for r in group]
+        group = [k for k, c in enumerate(cases) if c.mode == mode and getattr(c, field_) is not None and not c.too_few]
+        raw = [getattr(cases[k], field_) for k in group]
         adj = bh_adjust(raw) if stats.multiplicity == "bh" else raw
-        for r, q in zip(group, adj):
-            r.outcome.p_value, r.outcome.p_adjusted = getattr(r, field_), q
-    n_evidence = sum(r.mode == "evidence" for r in pend)
-    for r in pend:
-        o = r.outcome
-        o.look = look
-        o.room = None if r.room is None else round(r.room, 6)
-        o.measurable = not r.measurability
-        if r.mode == "evidence":
-            _decide_evidence(r, stats, alpha_look, last, n_evidence)
-        elif r.too_few:
-            o.decision = "inconclusive"
-        elif r.mode == "point" or (r.p_beyond is None):
-            o.decision = "fail" if r.point_beyond else "pass"
-        elif r.mode == "confident":
-            o.decision = "fail" if o.p_adjusted < r.alpha_half else "pass"
-        else:  # non_inferiority
-            if o.p_adjusted < r.alpha_half:
-                o.decision = "pass"
-            elif r.p_beyond < r.alpha_half:
-                o.decision = "fail"
-            else:
-                o.decision = "inconclusive"
-        if r.measurability and o.decision != "fail" and not r.too_few and not (
-                o.decision == "undecided" and r.room is not None and r.room >= r.limit / 2):
-            # (too few items say nothing of the base's room: the rule stays undecided or inconclusive;
-            # an undecided rule whose room is at least half its limit may still show it on more items)
-            o.decision = "not_measurable"
-        o.outcome = {"pass": "pass", "fail": r.action, "inconclusive": stats.on_inconclusive,
-                     "undecided": stats.on_inconclusive, "not_measurable": stats.on_not_measurable}[o.decision]
-        if o.decision == "not_measurable":
-            o.reason += f"; not measurable on this base: {r.measurability}"
-        elif o.decision in ("inconclusive", "undecided") and r.mode == "evidence" and not r.too_few:
-            o.items_to_decide = _items_to_decide(r, stats, alpha_look, n_evidence)
-            more = f" (about {o.items_to_decide} items would likely decide it)" if o.items_to_decide else ""
-            o.reason += (f"; {'undecided after look ' + str(look) if o.decision == 'undecided' else 'inconclusive'}"
-                         f": the evidence neither shows harm beyond the limit nor excludes a clear regression"
-                         f"{more}")
-        elif o.decision == "inconclusive" and not r.too_few:
-            o.reason += "; the interval crosses the margin: inconclusive"
-        elif r.too_few and o.n_items is not None and o.n_items >= stats.min_items:
-            o.reason += ("; its items are variants of a single question (one cluster): no interval, "
-                         f"{o.decision}")
-        elif r.too_few:
-            o.reason += (f"; only {o.n_items} item{'s' if o.n_items != 1 else ''} "
-                         f"(policy min_items {stats.min_items}): {o.decision}")
+        p_of.update({k: (p, q) for k, p, q in zip(group, raw, adj)})
+    n_evidence = sum(c.mode == "evidence" for c in cases)
+    return [_outcome(c, p_of.get(k, (None, None)), stats, alpha_look, look, last, n_evidence)
+            for k, c in enumerate(cases)]
 
 
-def _decide_evidence(r: Pending, stats: StatisticsPolicy, alpha_look: float, last: bool, n_rules: int) -> None:
-    o = r.outcome
-    ub = upper_bound(r.draws, stats.beta)
-    o.upper_bound = None if ub is None else round(ub, 6)
-    real = o.p_adjusted is not None and o.p_adjusted < alpha_look and not r.too_few
-    clear = stats.clear_harm * r.limit
-    if r.point_beyond and real:
-        o.decision = "fail"
-    elif not r.point_beyond and not r.too_few and (ub is None or ub < clear):
-        o.decision = "pass"
-    else:
-        o.decision = "inconclusive" if last else "undecided"
-    o.capabilities = list(r.capabilities)
+def _decision(c: Case, p_adjusted: float | None, ub: float | None, stats: StatisticsPolicy, alpha_look: float,
+              last: bool) -> Decision:
+    """What the data say of one rule in its mode (before measurability)."""
+    if c.mode == "evidence":
+        real = p_adjusted is not None and p_adjusted < alpha_look and not c.too_few
+        if c.point_beyond and real:
+            return "fail"
+        if not c.point_beyond and not c.too_few and (ub is None or ub < stats.clear_harm * c.limit):
+            return "pass"
+        return "inconclusive" if last else "undecided"
+    if c.too_few:
+        return "inconclusive"
+    if c.mode == "point" or c.p_beyond is None:
+        return "fail" if c.point_beyond else "pass"
+    assert p_adjusted is not None  # an interval mode with replicates was adjusted with its group
+    if c.mode == "confident":
+        return "fail" if p_adjusted < c.alpha_half else "pass"
+    if p_adjusted < c.alpha_half:  # non_inferiority
+        return "pass"
+    return "fail" if c.p_beyond < c.alpha_half else "inconclusive"
+
+
+def _outcome(c: Case, p: tuple[float | None, float | None], stats: StatisticsPolicy, alpha_look: float, look: int,
+             last: bool, n_evidence: int) -> RuleOutcome:
+    """One rule's whole outcome: its decision, what the policy makes of it, and the reason in full."""
+    p_value, p_adjusted = p
+    ub = upper_bound(c.draws, stats.beta) if c.mode == "evidence" else None
+    decision = _decision(c, p_adjusted, ub, stats, alpha_look, last)
+    if c.measurability and decision != "fail" and not c.too_few and not (
+            decision == "undecided" and c.room is not None and c.room >= c.limit / 2):
+        # (too few items say nothing of the base's room: the rule stays undecided or inconclusive;
+        # an undecided rule whose room is at least half its limit may still show it on more items)
+        decision = "not_measurable"
+    outcome = {"pass": "pass", "fail": c.action, "inconclusive": stats.on_inconclusive,
+               "undecided": stats.on_inconclusive, "not_measurable": stats.on_not_measurable}[decision]
+    reason, items_to_decide = c.reason, None
+    if decision == "not_measurable":
+        reason += f"; not measurable on this base: {c.measurability}"
+    elif decision in ("inconclusive", "undecided") and c.mode == "evidence" and not c.too_few:
+        items_to_decide = _items_to_decide(c, stats, alpha_look, n_evidence)
+        more = f" (about {items_to_decide} items would likely decide it)" if items_to_decide else ""
+        reason += (f"; {'undecided after look ' + str(look) if decision == 'undecided' else 'inconclusive'}"
+                   f": the evidence neither shows harm beyond the limit nor excludes a clear regression{more}")
+    elif decision == "inconclusive" and not c.too_few:
+        reason += "; the interval crosses the margin: inconclusive"
+    elif c.too_few and c.n_items >= stats.min_items:
+        reason += f"; its items are variants of a single question (one cluster): no interval, {decision}"
+    elif c.too_few:
+        reason += f"; only {c.n_items} item{'s' if c.n_items != 1 else ''} (policy min_items {stats.min_items}): {decision}"
+    if decision == "fail":
+        reason += c.fail_note
+    return RuleOutcome(
+        rule=c.rule, rule_id=c.rule_id, kind=c.kind, metric=c.metric, outcome=outcome, reason=reason,
+        value=round(c.moved, 6), limit=c.limit, mode=c.mode, decision=decision, ci=c.ci,
+        p_value=p_value, p_adjusted=p_adjusted, n_items=c.n_items, look=look,
+        room=None if c.room is None else round(c.room, 6), measurable=not c.measurability,
+        upper_bound=None if ub is None else round(ub, 6), items_to_decide=items_to_decide,
+        capabilities=c.capabilities if c.mode == "evidence" else ())

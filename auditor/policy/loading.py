@@ -9,6 +9,7 @@ metric, label targets, DriftScore and statistics settings); the mapping itself i
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import yaml
 from ..analysis.compare import StatsSettings
 from ..analysis.stats import N_RESAMPLES
 from ..errors import AuditInputError
+from ..records.vocab import Action, Mode, OnFinding
 from ..util.safe_yaml import load_yaml_text
 from .schema import LIMIT_KEYS, POLICY_SCHEMA
 
@@ -27,7 +29,7 @@ if not DEFAULT_POLICY.is_file():  # source checkout: policies/ lives at the repo
     DEFAULT_POLICY = Path(__file__).resolve().parents[2] / "policies" / "default.yaml"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MetricLimit:
     """The limits on one metric (``metrics.<capability>.<metric>`` of the policy).
 
@@ -40,16 +42,16 @@ class MetricLimit:
     """
 
     limits: tuple[tuple[str, float], ...]
-    mode: str = "point"
-    action: str = "fail"
+    mode: Mode = "point"
+    action: Action = "fail"
 
     @classmethod
     def from_policy(cls, spec: dict[str, Any]) -> "MetricLimit":
-        return cls(tuple((k, float(spec[k])) for k in LIMIT_KEYS if k in spec), spec.get("mode", "point"),
-                   spec.get("action", "fail"))
+        return cls(limits=tuple((k, float(spec[k])) for k in LIMIT_KEYS if k in spec), mode=spec.get("mode", "point"),
+                   action=spec.get("action", "fail"))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LabelTarget:
     """A nominal label's promise: the target metric and the off-target ones (``labels.<label>``)."""
 
@@ -57,19 +59,19 @@ class LabelTarget:
     off_target: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DriftSettings:
     """The ``drift:`` section: DriftScore's limit (points), its decision mode and the outcomes of a
     label mismatch, an unknown label and a missing one."""
 
     max_drift_score_pts: float = 15.0
-    on_label_mismatch: str = "fail"
-    on_unknown_label: str = "warn"
-    on_missing_label: str = "warn"
-    mode: str = "point"
+    on_label_mismatch: Action = "fail"
+    on_unknown_label: OnFinding = "warn"
+    on_missing_label: OnFinding = "warn"
+    mode: Mode = "point"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StatisticsPolicy:
     """The ``statistics:`` section: interval level, resamples, seed, multiplicity adjustment
     (``bh`` or ``none``), the fewest items a rule decides on, what an inconclusive rule and a rule
@@ -85,8 +87,8 @@ class StatisticsPolicy:
     seed: int = 0
     multiplicity: str = "bh"
     min_items: int = 10
-    on_inconclusive: str = "warn"
-    on_not_measurable: str = "warn"
+    on_inconclusive: OnFinding = "warn"
+    on_not_measurable: OnFinding = "warn"
     alpha: float = 0.05
     looks: int = 4
     beta: float = 0.05
@@ -96,10 +98,10 @@ class StatisticsPolicy:
     @property
     def settings(self) -> StatsSettings:
         """What :func:`auditor.analysis.compare_metrics` needs of it."""
-        return StatsSettings(self.confidence, self.n_resamples, self.seed)
+        return StatsSettings(confidence=self.confidence, n_resamples=self.n_resamples, seed=self.seed)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Policy:
     """A validated policy (see ``policies/default.yaml`` for the meaning of each key).
 
@@ -115,15 +117,15 @@ class Policy:
     """
 
     path: str
-    content: dict[str, Any]
-    metrics: dict[str, MetricLimit] = field(default_factory=dict)
-    baseline_metrics: dict[str, MetricLimit] = field(default_factory=dict)
-    labels: dict[str, LabelTarget] = field(default_factory=dict)
+    content: Mapping[str, Any]
+    metrics: Mapping[str, MetricLimit] = field(default_factory=dict)
+    baseline_metrics: Mapping[str, MetricLimit] = field(default_factory=dict)
+    labels: Mapping[str, LabelTarget] = field(default_factory=dict)
     drift: DriftSettings = DriftSettings()
     statistics: StatisticsPolicy = StatisticsPolicy()
-    on_base_mismatch: str = "warn"
-    on_no_effect: str = "fail"
-    on_noise_floor: str = "warn"
+    on_base_mismatch: OnFinding = "warn"
+    on_no_effect: OnFinding = "fail"
+    on_noise_floor: OnFinding = "warn"
 
     @classmethod
     def from_content(cls, path: str, raw: dict[str, Any]) -> "Policy":
@@ -133,7 +135,8 @@ class Policy:
         return cls(
             path=path, content=raw, metrics=metrics,
             baseline_metrics=metrics if baseline is None else {m: MetricLimit.from_policy(s) for m, s in baseline.items()},
-            labels={k: LabelTarget(v["target"], tuple(v.get("off_target", []))) for k, v in raw.get("labels", {}).items()},
+            labels={k: LabelTarget(target=v["target"], off_target=tuple(v.get("off_target", [])))
+                    for k, v in raw.get("labels", {}).items()},
             drift=DriftSettings(**raw.get("drift", {})),
             statistics=StatisticsPolicy(**raw.get("statistics", {})),
             on_base_mismatch=raw.get("on_base_mismatch", "warn"), on_no_effect=raw.get("on_no_effect", "fail"),

@@ -34,13 +34,29 @@ Benjamini–Hochberg before they decide.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import numpy as np
 
 from ..analysis.stats import expanded_alpha
 from ..records import AdapterInfo, DriftResult, MetricComparison, NoiseFloor, RuleOutcome, Verdict
-from .decisions import Pending, decide, one_sided_bootstrap
+from ..records.vocab import LimitDirection, RuleKind, VerdictValue
+from .decisions import Case, decide, one_sided_bootstrap
 from .loading import MetricLimit, Policy, StatisticsPolicy
 from .measurability import room, why_not_measurable
+
+#: rule-name prefix of the limits judged against the previously approved adapter (``--baseline``)
+BASELINE_PREFIX = "vs previous release: "
+#: the nominal-label rule's name and id
+DRIFT_RULE = "nominal label: DriftScore"
+DRIFT_RULE_ID = "nominal-label/DriftScore"
+
+
+def limit_rule_id(metric: str, direction: LimitDirection | None, pct: bool = False, baseline: bool = False) -> str:
+    """The stable id of a limit rule: ``<metric>/max-<drop|rise>[-pct]`` (``<metric>/limits`` when its
+    capability did not run), under ``baseline/`` when judged against the previously approved adapter."""
+    tail = "limits" if direction is None else f"max-{direction}{'-pct' if pct else ''}"
+    return f"{'baseline/' if baseline else ''}{metric}/{tail}"
 
 
 def _too_few(n_items: int, n_clusters: int, stats_cfg: StatisticsPolicy) -> bool:
@@ -50,7 +66,7 @@ def _too_few(n_items: int, n_clusters: int, stats_cfg: StatisticsPolicy) -> bool
     return n_items < stats_cfg.min_items or (0 < n_clusters < 2)
 
 
-def _ci_text(ci: list[float] | None, what: str, conf: float) -> str:
+def _ci_text(ci: Sequence[float | None] | None, what: str, conf: float) -> str:
     if not ci or ci[0] is None or ci[1] is None:
         return ""
     return f", {100 * conf:.0f}% CI of {what} [{ci[0] + 0.0:+.1f}, {ci[1] + 0.0:+.1f}]"
@@ -67,38 +83,47 @@ def mismatch_kind(target_gain: float, off_target_gain: float) -> str:
     return "off-target capabilities gained more than the one the label promises"
 
 
-def _limit_rules(limits: dict[str, MetricLimit], comparisons: list[MetricComparison], stats_cfg: StatisticsPolicy,
-                 prefix: str, sides: tuple[str, str], rules: list[RuleOutcome], pend: list[Pending]) -> None:
-    """One rule per limit key of each limited metric, appended to ``rules`` (and
-    to ``pend``, to be decided after the multiplicity adjustment). ``prefix``
-    names the comparison in the rule name ("" for adapter vs base); ``sides``
-    names its two variants in the reason."""
+#: a rule stated by the judge: whole already (a rule that needs no decision), or a case to decide
+Stated = RuleOutcome | Case
+
+
+def _limit_rules(limits: Mapping[str, MetricLimit], comparisons: Sequence[MetricComparison], stats_cfg: StatisticsPolicy,
+                 baseline: bool) -> list[Stated]:
+    """One rule per limit key of each limited metric, in the policy's order: a case to decide (after the
+    multiplicity adjustment), or a ``not_run`` outcome when it cannot be computed. ``baseline``: the
+    candidate against the previously approved adapter (rules named ``vs previous release: ...``)."""
+    prefix, sides = (BASELINE_PREFIX, ("previous", "candidate")) if baseline else ("", ("base", "adapter"))
+    kind: RuleKind = "baseline_limit" if baseline else "limit"
     by = {c.metric: c for c in comparisons}
+    out: list[Stated] = []
     for metric, lim in limits.items():
         if metric not in by:
-            rules.append(RuleOutcome(f"{prefix}{metric}: limits", "not_run",
-                                     f"capability {metric.split('.')[0]} was not part of this run"))
+            out.append(RuleOutcome(rule=f"{prefix}{metric}: limits", rule_id=limit_rule_id(metric, None, baseline=baseline),
+                                   kind=kind, metric=metric, outcome="not_run",
+                                   reason=f"capability {metric.split('.')[0]} was not part of this run"))
             continue
         c = by[metric]
         mode = lim.mode
         for key, limit in lim.limits:
-            kind = "drop" if "drop" in key else "rise"
-            sign = -1.0 if kind == "drop" else 1.0
+            direction: LimitDirection = "drop" if "drop" in key else "rise"
+            sign = -1.0 if direction == "drop" else 1.0
             pct = key.endswith("_pct")
+            rule_id = limit_rule_id(metric, direction, pct, baseline)
             if pct:
+                name = f"{prefix}{metric}: max {direction} (%)"
                 if c.rel_delta_pct is None:
-                    rules.append(RuleOutcome(f"{prefix}{metric}: max {kind} (%)", "not_run",
-                                             f"{metric} is 0 for the {sides[0]}: a relative change is undefined"))
+                    out.append(RuleOutcome(rule=name, rule_id=rule_id, kind=kind, metric=metric, outcome="not_run",
+                                           reason=f"{metric} is 0 for the {sides[0]}: a relative change is undefined"))
                     continue
                 est, draws, unit = c.rel_delta_pct, c.rel_draws, f"% of {sides[0]}"
-                ci = c.rel_ci_pct
-                name = f"{prefix}{metric}: max {kind} (%)"
+                ci: tuple[float | None, float | None] | None = c.rel_ci_pct
             else:
-                est, draws, unit, ci = c.delta, c.draws, c.delta_unit, [c.ci_low, c.ci_high]
-                name = f"{prefix}{metric}: max {kind}"
+                name = f"{prefix}{metric}: max {direction}"
+                est, draws, unit, ci = c.delta, c.draws, c.delta_unit, (c.ci_low, c.ci_high)
             moved = sign * est
             moved_draws = None if draws is None else sign * np.asarray(draws, dtype=float)
-            moved_ci = None if ci is None or ci[0] is None else sorted([sign * ci[0] + 0.0, sign * ci[1] + 0.0])
+            moved_ci = None if ci is None or ci[0] is None or ci[1] is None else \
+                _sorted_pair(sign * ci[0] + 0.0, sign * ci[1] + 0.0)
             p_beyond, p_within = one_sided_bootstrap(moved_draws, limit)
             shown = (f"{100 * c.base:.1f} → {100 * c.adapter:.1f}" if c.is_fraction
                      else f"{c.base:.1f} → {c.adapter:.1f} {c.unit}")
@@ -109,71 +134,70 @@ def _limit_rules(limits: dict[str, MetricLimit], comparisons: list[MetricCompari
                 shown += f" in {c.n_clusters} clusters"
             verb = "rose" if est > 0 else "dropped" if est < 0 else "changed"
             reason = (f"{metric} {verb} by {abs(est):.1f} {unit} ({shown}){_ci_text(ci, 'Δ', c.confidence)}; "
-                      f"limit: {kind} ≤ {limit:g} {unit}; mode {mode}")
-            o = RuleOutcome(name, "pass", reason, value=round(moved, 6), limit=limit, mode=mode,
-                            ci=moved_ci, n_items=c.n_items)
-            rules.append(o)
-            p_harm = c.p_decrease if kind == "drop" else c.p_increase
-            pend.append(Pending(o, mode, moved, limit, moved_draws, p_beyond, p_within, p_harm,
-                                expanded_alpha(c.confidence, c.n_clusters) / 2,
-                                _too_few(c.n_items, c.n_clusters, stats_cfg), lim.action,
-                                room=room(c, kind, pct),
-                                measurability=why_not_measurable(c, kind, pct, limit, unit) if not prefix else "",
-                                n_items=c.n_items, capabilities=[c.capability]))
+                      f"limit: {direction} ≤ {limit:g} {unit}; mode {mode}")
+            out.append(Case(
+                rule=name, rule_id=rule_id, kind=kind, metric=metric, reason=reason, mode=mode, moved=moved,
+                limit=limit, ci=moved_ci, n_items=c.n_items, draws=moved_draws, p_beyond=p_beyond,
+                p_within=p_within, p_harm=c.p_decrease if direction == "drop" else c.p_increase,
+                alpha_half=expanded_alpha(c.confidence, c.n_clusters) / 2,
+                too_few=_too_few(c.n_items, c.n_clusters, stats_cfg), action=lim.action,
+                room=room(c, direction, pct),
+                measurability=why_not_measurable(c, direction, pct, limit, unit) if not baseline else "",
+                capabilities=(c.capability,)))
+    return out
 
 
-#: rule-name prefix of the limits judged against the previously approved adapter (``--baseline``)
-BASELINE_PREFIX = "vs previous release: "
-#: the nominal-label rule's name
-DRIFT_RULE = "nominal label: DriftScore"
+def _sorted_pair(a: float, b: float) -> tuple[float, float]:
+    return (a, b) if a <= b else (b, a)
 
 
-def _drift_rule(policy: Policy, drift: DriftResult, by: dict[str, MetricComparison], rules: list[RuleOutcome],
-                pend: list[Pending]) -> None:
+def _drift_rule(policy: Policy, drift: DriftResult, by: dict[str, MetricComparison]) -> Stated:
+    """The nominal-label rule: DriftScore against its limit (a case to decide), or why it was not computed."""
     d, stats_cfg = policy.drift, policy.statistics
     if drift.label is None:
-        rules.append(RuleOutcome("nominal label: present", d.on_missing_label,
-                                 "no nominal label given (--label) or found in the adapter's model card; "
-                                 "DriftScore not computed"))
-    elif drift.label in policy.labels and drift.target_metric is None:
-        rules.append(RuleOutcome(DRIFT_RULE, "not_run",
-                                 f"label {drift.label!r}: its target/off-target capabilities were not part of this run"))
-    elif drift.target_metric is None:
-        rules.append(RuleOutcome("nominal label: known to policy", d.on_unknown_label,
-                                 f"label {drift.label!r} has no target metric in the policy; DriftScore not computed"))
-    else:
-        assert drift.drift_score_pts is not None
-        mode = d.mode
-        limit = float(d.max_drift_score_pts)
-        ci = [drift.ci_low_pts, drift.ci_high_pts] if drift.ci_low_pts is not None else None
-        metrics = (drift.target_metric, *drift.off_target_metrics)
-        o = RuleOutcome(
-            DRIFT_RULE, "pass",
-            f"label {drift.label!r} promises {drift.target_metric}: TargetGain {drift.target_gain_pts:+.1f}, "
-            f"OffTargetGain {drift.off_target_gain_pts:+.1f}, DriftScore {drift.drift_score_pts:+.1f} points"
-            f"{_ci_text(ci, 'DriftScore', drift.confidence)} (limit {limit:g}; mode {mode})",
-            value=round(drift.drift_score_pts, 6), limit=limit, mode=mode, ci=ci,
-            n_items=min(by[m].n_items for m in metrics))
-        rules.append(o)
-        p_beyond, p_within = one_sided_bootstrap(drift.draws, limit)
-        n_units = min(by[m].n_clusters for m in metrics)
-        pend.append(Pending(o, mode, drift.drift_score_pts, limit, drift.draws, p_beyond, p_within,
-                            drift.p_positive, expanded_alpha(drift.confidence, n_units) / 2,
-                            _too_few(o.n_items, n_units, stats_cfg), d.on_label_mismatch, n_items=o.n_items,
-                            capabilities=list(dict.fromkeys(m.split(".")[0] for m in metrics))))
+        return RuleOutcome(rule="nominal label: present", rule_id="nominal-label/present", kind="label",
+                           outcome=d.on_missing_label,
+                           reason="no nominal label given (--label) or found in the adapter's model card; "
+                                  "DriftScore not computed")
+    if drift.label in policy.labels and drift.target_metric is None:
+        return RuleOutcome(rule=DRIFT_RULE, rule_id=DRIFT_RULE_ID, kind="drift", outcome="not_run",
+                           reason=f"label {drift.label!r}: its target/off-target capabilities were not part of this run")
+    if drift.target_metric is None:
+        return RuleOutcome(rule="nominal label: known to policy", rule_id="nominal-label/known-to-policy",
+                           kind="label", outcome=d.on_unknown_label,
+                           reason=f"label {drift.label!r} has no target metric in the policy; DriftScore not computed")
+    assert drift.drift_score_pts is not None and drift.target_gain_pts is not None \
+        and drift.off_target_gain_pts is not None
+    limit = float(d.max_drift_score_pts)
+    ci = (drift.ci_low_pts, drift.ci_high_pts) if drift.ci_low_pts is not None and drift.ci_high_pts is not None \
+        else None
+    metrics = (drift.target_metric, *drift.off_target_metrics)
+    p_beyond, p_within = one_sided_bootstrap(drift.draws, limit)
+    n_units = min(by[m].n_clusters for m in metrics)
+    n_items = min(by[m].n_items for m in metrics)
+    return Case(
+        rule=DRIFT_RULE, rule_id=DRIFT_RULE_ID, kind="drift", metric=None,
+        reason=f"label {drift.label!r} promises {drift.target_metric}: TargetGain {drift.target_gain_pts:+.1f}, "
+               f"OffTargetGain {drift.off_target_gain_pts:+.1f}, DriftScore {drift.drift_score_pts:+.1f} points"
+               f"{_ci_text(ci, 'DriftScore', drift.confidence)} (limit {limit:g}; mode {d.mode})",
+        mode=d.mode, moved=drift.drift_score_pts, limit=limit, ci=ci, n_items=n_items, draws=drift.draws,
+        p_beyond=p_beyond, p_within=p_within, p_harm=drift.p_positive,
+        alpha_half=expanded_alpha(drift.confidence, n_units) / 2, too_few=_too_few(n_items, n_units, stats_cfg),
+        action=d.on_label_mismatch, capabilities=tuple(dict.fromkeys(m.split(".")[0] for m in metrics)),
+        fail_note=" — label mismatch: " + mismatch_kind(drift.target_gain_pts, drift.off_target_gain_pts))
 
 
 def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResult, adapter: AdapterInfo,
           noise_floor: NoiseFloor | None = None,
           baseline_comparisons: list[MetricComparison] | None = None, look: int = 1, last: bool = True,
-          looks: int | None = None) -> Verdict:
+          looks: int | None = None, warnings: Sequence[str] = ()) -> Verdict:
     """Apply the policy to one adapter's comparisons.
 
     Args:
         policy: the validated policy.
         comparisons: from :func:`auditor.analysis.compare_metrics` (with intervals and replicates).
         drift: from :func:`auditor.analysis.drift_score`.
-        adapter: inspection result (no-effect and declared-base findings).
+        adapter: inspection result (no-effect and declared-base findings, its warnings).
         noise_floor: the base replay result, when one was run.
         baseline_comparisons: candidate vs the previously approved adapter
             (``--baseline``; its "base" side is the previous adapter), judged
@@ -184,36 +208,34 @@ def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResul
         last: no more items will be drawn, so an ``evidence`` rule still undecided is inconclusive.
         looks: the looks planned before any data, for the alpha-spending plan (None: the policy's
             ``statistics.looks``; 1 when no rounds can be bought: the one look spends all of alpha).
+        warnings: what the run found about the adapter after inspection (its chat template, the
+            engine's setup): the verdict's warnings after the adapter's own.
 
     Returns:
         Verdict with one RuleOutcome per rule evaluated (each names its decision mode, interval and
-        p-value); ``fail`` if any fails. :attr:`~auditor.records.Verdict.undecided` lists the rules a
-        further round could decide.
+        p-value), every one made whole here; ``fail`` if any fails.
+        :attr:`~auditor.records.Verdict.undecided` lists the rules a further round could decide.
     """
-    stats_cfg = policy.statistics
-    rules: list[RuleOutcome] = []
-    pend: list[Pending] = []
-    _limit_rules(policy.metrics, comparisons, stats_cfg, "", ("base", "adapter"), rules, pend)
+    stated = _limit_rules(policy.metrics, comparisons, policy.statistics, baseline=False)
     if baseline_comparisons is not None:
-        _limit_rules(policy.baseline_metrics, baseline_comparisons, stats_cfg, BASELINE_PREFIX,
-                     ("previous", "candidate"), rules, pend)
-    _drift_rule(policy, drift, {c.metric: c for c in comparisons}, rules, pend)
-    decide(pend, stats_cfg, look, last, looks)
-    for r in pend:
-        if r.outcome.rule == DRIFT_RULE and r.outcome.decision == "fail":
-            r.outcome.reason += " — label mismatch: " + mismatch_kind(drift.target_gain_pts, drift.off_target_gain_pts)
-
+        stated += _limit_rules(policy.baseline_metrics, baseline_comparisons, policy.statistics, baseline=True)
+    stated.append(_drift_rule(policy, drift, {c.metric: c for c in comparisons}))
+    cases = [s for s in stated if isinstance(s, Case)]
+    decided = iter(decide(cases, policy.statistics, look, last, looks))
+    rules = [next(decided) if isinstance(s, Case) else s for s in stated]
     if noise_floor is not None and noise_floor.n_differ > 0:
         rules.append(RuleOutcome(
-            "noise floor: base replay identical", policy.on_noise_floor,
-            f"{noise_floor.n_differ} of {noise_floor.n_items} base answers changed when the base was replayed "
-            f"with another batch composition: this backend is not batch-invariant, deltas of that size are noise",
+            rule="noise floor: base replay identical", rule_id="noise-floor/base-replay-identical",
+            kind="noise_floor", outcome=policy.on_noise_floor,
+            reason=f"{noise_floor.n_differ} of {noise_floor.n_items} base answers changed when the base was replayed "
+                   f"with another batch composition: this backend is not batch-invariant, deltas of that size are noise",
             value=float(noise_floor.n_differ)))
     if adapter.no_effect:
-        rules.append(RuleOutcome("adapter has an effect", policy.on_no_effect,
-                                 "every lora_B tensor is zero: the adapter cannot change the base model"))
+        rules.append(RuleOutcome(rule="adapter has an effect", rule_id="adapter-has-an-effect", kind="no_effect",
+                                 outcome=policy.on_no_effect,
+                                 reason="every lora_B tensor is zero: the adapter cannot change the base model"))
     if adapter.declared_base_status == "mismatch":
-        rules.append(RuleOutcome("declared base matches", policy.on_base_mismatch, adapter.declared_base_note))
-    warnings = list(adapter.warnings)
-    verdict = "fail" if any(r.outcome == "fail" for r in rules) else "pass"
-    return Verdict(verdict, rules, warnings)
+        rules.append(RuleOutcome(rule="declared base matches", rule_id="declared-base-matches", kind="declared_base",
+                                 outcome=policy.on_base_mismatch, reason=adapter.declared_base_note))
+    verdict: VerdictValue = "fail" if any(r.outcome == "fail" for r in rules) else "pass"
+    return Verdict(verdict=verdict, rules=tuple(rules), warnings=(*adapter.warnings, *warnings))

@@ -6,7 +6,14 @@ audit's record, :class:`auditor.results.AuditResult`, is built from these).
 
 * :mod:`~auditor.records.inputs`: the adapter config, the base model, what inspection found;
 * :mod:`~auditor.records.items`: suite, items, requests, generations, scores, metric specs;
-* :mod:`~auditor.records.outcomes`: comparisons, DriftScore, rule outcomes, the verdict.
+* :mod:`~auditor.records.outcomes`: comparisons, DriftScore, rule outcomes, the verdict;
+* :mod:`~auditor.records.run`: the adapter variants of a run, its looks (rounds) and budget;
+* :mod:`~auditor.records.vocab`: the closed vocabularies (outcome, decision, mode, rule kind, ...).
+
+Every record is ``@dataclass(frozen=True, kw_only=True)``: made once, by keyword, by the stage that
+owns it, and never edited after (a later stage that needs another value makes a new record). Their
+sequences are tuples and their mappings are typed ``Mapping``, so the type checker refuses an
+in-place edit too (``tests/test_records.py`` checks the declarations).
 
 Units used throughout:
     * a *score* is a fraction in [0, 1] (e.g. numeric match 0.25);
@@ -19,8 +26,9 @@ from .inputs import (DECLARED_BASE_STATUSES, LETTERS, AdapterConfig, AdapterInfo
 from .items import Capability, Generation, Item, MetricSpec, Request, Score, Suite
 from .outcomes import DriftResult, MetricComparison, NoiseFloor, RuleOutcome, Verdict
 from .plain import to_plain
+from .run import Budget, Round, Variant
 
 __all__ = ["DECLARED_BASE_STATUSES", "LETTERS", "AdapterConfig", "AdapterInfo", "AdapterTensor", "BaseModel",
            "ModuleWeightSpace", "PromptTemplate", "TokenizerFiles", "VocabResize", "WeightSpace",
            "Capability", "Generation", "Item", "MetricSpec", "Request", "Score", "Suite", "DriftResult",
-           "MetricComparison", "NoiseFloor", "RuleOutcome", "Verdict", "to_plain"]
+           "MetricComparison", "NoiseFloor", "RuleOutcome", "Verdict", "to_plain", "Budget", "Round", "Variant"]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,7 +13,7 @@ from typing import Any
 LETTERS = "ABCDEFGHIJ"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AdapterConfig:
     """``adapter_config.json``, parsed once at the edge (after its schema check) and handed
     to every later stage (inspection, the vLLM compatibility check, the backends, the report)
@@ -41,11 +43,11 @@ class AdapterConfig:
     lora_bias: bool = False
     task_type: str | None = None
     modules_to_save: tuple[str, ...] = ()
-    rank_pattern: dict[str, int] = field(default_factory=dict)
-    alpha_pattern: dict[str, float] = field(default_factory=dict)
+    rank_pattern: Mapping[str, int] = field(default_factory=dict)
+    alpha_pattern: Mapping[str, float] = field(default_factory=dict)
     #: PEFT's ``trainable_token_indices``: module name → token ids whose embedding rows are trained
     #: (a plain list in the config means ``embed_tokens``)
-    trainable_token_indices: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    trainable_token_indices: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, cfg: dict[str, Any], path: str | Path) -> "AdapterConfig":
@@ -78,14 +80,34 @@ class AdapterConfig:
         return any(name == x or name.endswith("." + x) for x in t)
 
     def expected_rank(self, name: str) -> int:
-        """Rank PEFT gives a module: the first matching ``rank_pattern`` key, else ``r``."""
-        for key, rank in self.rank_pattern.items():
-            if re.match(rf"(.*\.)?({key})$", name):
-                return int(rank)
-        return self.r
+        """Rank PEFT gives module ``name``: the first matching ``rank_pattern`` key, else ``r``."""
+        key = _pattern_key(self.rank_pattern, name)
+        return self.r if key is None else int(self.rank_pattern[key])
+
+    def alpha_of(self, name: str) -> float:
+        """``lora_alpha`` PEFT gives module ``name``: the first matching ``alpha_pattern`` key, else
+        ``lora_alpha``."""
+        key = _pattern_key(self.alpha_pattern, name)
+        return self.lora_alpha if key is None else float(self.alpha_pattern[key])
+
+    def scaling(self, name: str, rank: int | None = None) -> float:
+        """PEFT's LoRA scale of module ``name``: alpha / rank, or alpha / √rank with ``use_rslora``
+        (Kalajdzievski 2023); ``rank`` defaults to :meth:`expected_rank`."""
+        r = self.expected_rank(name) if rank is None else rank
+        alpha = self.alpha_of(name)
+        return alpha / math.sqrt(r) if self.use_rslora else alpha / r
 
 
-@dataclass(frozen=True)
+def _pattern_key(patterns: Mapping[str, Any], name: str) -> str | None:
+    """The first key of a PEFT ``rank_pattern`` / ``alpha_pattern`` that names module ``name``, as PEFT
+    matches them (the key as a regex on the module path's tail: ``(.*\\.)?(key)$``), or None."""
+    for key in patterns:
+        if re.match(rf"(.*\.)?({key})$", name):
+            return key
+    return None
+
+
+@dataclass(frozen=True, kw_only=True)
 class BaseModel:
     """A base model ready to load with ``from_pretrained``.
 
@@ -105,10 +127,10 @@ class BaseModel:
     path: Path
     source: str
     content_hash: str
-    hub: dict | None = None
+    hub: Mapping[str, Any] | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AdapterTensor:
     """One tensor from the adapter's safetensors header (no data loaded)."""
 
@@ -122,7 +144,7 @@ INTRUDER_TOP_K = 10
 INTRUDER_EPSILON = 0.5
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class ModuleWeightSpace:
     """One adapted module: ``relative_norm`` (fraction), ``effective_rank`` (1..rank), ``intruders``
     (count among the top ``TOP_K`` singular directions)."""
@@ -135,7 +157,7 @@ class ModuleWeightSpace:
     intruders: int
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class WeightSpace:
     """The pre-screen of one adapter (see the module doc).
 
@@ -148,7 +170,7 @@ class WeightSpace:
         skipped: modules not summarised (embeddings, DoRA magnitudes) and why.
     """
 
-    modules: list[ModuleWeightSpace] = field(default_factory=list)
+    modules: tuple[ModuleWeightSpace, ...] = ()
     relative_norm_mean: float = 0.0
     relative_norm_max: float = 0.0
     effective_rank_mean: float = 0.0
@@ -156,7 +178,7 @@ class WeightSpace:
     intruders_per_module: float = 0.0
     top_k: int = INTRUDER_TOP_K
     epsilon: float = INTRUDER_EPSILON
-    skipped: list[str] = field(default_factory=list)
+    skipped: tuple[str, ...] = ()
 
 
 #: ``TokenizerFiles.chat_template``: ``none`` (the adapter ships no template), ``identical`` (the same text as
@@ -167,7 +189,7 @@ TEMPLATE_STATUSES = ("none", "identical", "differs", "invalid")
 VOCABULARY_STATUSES = ("none", "identical", "differs")
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class TokenizerFiles:
     """The tokenizer files an adapter folder ships, compared with the base's tokenizer
     (:mod:`auditor.inspect.tokenizer_files`; results.json ``adapter.tokenizer_files``).
@@ -192,7 +214,7 @@ class TokenizerFiles:
         template_text: the adapter's template itself (not written to results.json).
     """
 
-    files: list[str] = field(default_factory=list)
+    files: tuple[str, ...] = ()
     chat_template: str = "none"
     template_file: str | None = None
     template_sha256: str | None = None
@@ -202,8 +224,8 @@ class TokenizerFiles:
     vocab_size: int | None = None
     base_vocab_size: int = 0
     added_tokens: int = 0
-    new_tokens: list[str] = field(default_factory=list)
-    special_tokens: dict[str, list[str | None]] = field(default_factory=dict)
+    new_tokens: tuple[str, ...] = ()
+    special_tokens: Mapping[str, tuple[str | None, ...]] = field(default_factory=dict)
     template_text: str | None = field(default=None, repr=False, compare=False, metadata={"plain": False})
 
 
@@ -216,7 +238,7 @@ def _token_indices(value: Any) -> dict[str, tuple[int, ...]]:
     return {}
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class VocabResize:
     """An adapter trained after tokens were added to its tokenizer: the embeddings were resized and the
     rows saved with the adapter (``modules_to_save`` copies of ``embed_tokens`` / ``lm_head``, or
@@ -238,14 +260,14 @@ class VocabResize:
 
     base_size: int
     size: int
-    added: list[str] = field(default_factory=list)
+    added: tuple[str, ...] = ()
     n_added: int = 0
     how: str = "modules_to_save"
-    modules: list[str] = field(default_factory=list)
+    modules: tuple[str, ...] = ()
     tokenizer_file: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PromptTemplate:
     """The chat template and tokenizer that render one variant's prompts (results.json ``run.prompts.<variant>``).
 
@@ -274,7 +296,7 @@ class PromptTemplate:
 DECLARED_BASE_STATUSES = ("match", "none", "local_folder", "unknown", "mismatch")
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class AdapterInfo:
     """What ``inspection`` learned about an adapter without loading a model.
 
@@ -310,15 +332,15 @@ class AdapterInfo:
     peft_type: str
     r: int
     lora_alpha: float
-    target_modules: list[str]
-    ranks: dict[str, int]
+    target_modules: tuple[str, ...]
+    ranks: Mapping[str, int]
     n_tensors: int
     size_bytes: int
     declared_base: str
     nominal_label: str | None
     matched_modules: int
     no_effect: bool = False
-    warnings: list[str] = field(default_factory=list)
+    warnings: tuple[str, ...] = ()
     dora: bool = False
     declared_base_status: str = field(default="match", compare=False)
     declared_base_note: str = field(default="", compare=False, metadata={"plain": False})

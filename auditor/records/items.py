@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .vocab import Aggregate
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, kw_only=True)
 class Item:
     """One probe item.
 
     Attributes:
         id: stable id, unique within the suite (``<capability>/<local id>``).
         capability: e.g. ``math``, ``over_refusal``, ``ifeval``.
-        group: ``CAN``, ``WILL`` or ``HOW``.
+        group: ``CAN``, ``WILL``, ``HOW`` or ``COND`` (conditional behaviour, seeds/004).
         messages: chat messages (``[{"role": "user", "content": ...}]``).
         max_new_tokens: generation budget for this item.
         target: scorer-specific gold data (gold number, IFEval instruction ids
@@ -27,35 +30,45 @@ class Item:
     id: str
     capability: str
     group: str
-    messages: tuple[dict[str, str], ...]
+    messages: tuple[Mapping[str, str], ...]
     max_new_tokens: int
-    target: dict[str, Any]
-    meta: dict[str, Any] = field(default_factory=dict)
+    target: Mapping[str, Any]
+    meta: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def prompt(self) -> str:
         return self.messages[-1]["content"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Request:
-    """One generation to run: an item under one variant (``base`` or ``adapter``)."""
+    """One generation to run: an item under one variant (``base``, or an adapter variant's name:
+    ``adapter``, ``adapter0``, ``adapter1``, ... in a run of several, ``baseline`` for ``--baseline``)."""
 
     item: Item
     variant: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Generation:
-    """The model's answer to one request (untrusted text)."""
+    """The model's answer to one request (untrusted text).
+
+    Attributes:
+        item_id, variant: the request answered.
+        text: the answer (untrusted).
+        n_tokens: new tokens generated.
+        prompt: the exact prompt string the model saw (the variant's chat template applied), as the
+            backend rendered it for the request and its cache key.
+    """
 
     item_id: str
     variant: str
     text: str
     n_tokens: int
+    prompt: str = field(default="", compare=False, repr=False)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Score:
     """Scorer output for one generation.
 
@@ -69,11 +82,11 @@ class Score:
 
     item_id: str
     variant: str
-    values: dict[str, float | None]
-    detail: dict[str, Any]
+    values: Mapping[str, float | None]
+    detail: Mapping[str, Any]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MetricSpec:
     """A metric a scorer reports, and how ``analysis`` aggregates it over items.
 
@@ -100,12 +113,12 @@ class MetricSpec:
     higher_is_better: bool = True
     weight_key: str | None = None
     unit: str = "fraction"
-    aggregate: str = "mean"
+    aggregate: Aggregate = "mean"
     group_key: str | None = None
     chance_floor: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Capability:
     """One capability of a suite and the metrics its scorer reports."""
 
@@ -115,7 +128,7 @@ class Capability:
     metrics: tuple[MetricSpec, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Suite:
     """A loaded suite: capabilities and their items (in file order).
 
@@ -136,8 +149,8 @@ class Suite:
     capabilities: tuple[Capability, ...]
     items: tuple["Item", ...]
     all_metrics: tuple[str, ...] = ()
-    sources: tuple[dict[str, Any], ...] = ()
-    metric_units: dict[str, str] = field(default_factory=dict)
+    sources: tuple[Mapping[str, Any], ...] = ()
+    metric_units: Mapping[str, str] = field(default_factory=dict)
 
     def metric_names(self) -> list[str]:
         """Fully qualified metric names, ``<capability>.<metric>``."""

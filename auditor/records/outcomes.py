@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .vocab import Decision, Mode, Outcome, RuleKind, VerdictValue
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, kw_only=True)
 class NoiseFloor:
     """``--noise-floor``: the base variant replayed with another batch composition.
 
@@ -18,14 +21,14 @@ class NoiseFloor:
     """
 
     n_items: int
-    batch_sizes: list[Any]
+    batch_sizes: tuple[Any, ...]
     n_differ: int
     n_score_differ: int
-    items_differ: list[str]
-    items_score_differ: list[str]
+    items_differ: tuple[str, ...]
+    items_score_differ: tuple[str, ...]
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class MetricComparison:
     """Base vs adapter on one metric, with its paired statistics.
 
@@ -63,11 +66,11 @@ class MetricComparison:
     confidence: float = 0.95
     ci_low: float | None = None
     ci_high: float | None = None
-    rel_ci_pct: list[float] | None = None
+    rel_ci_pct: tuple[float, float] | None = None
     test: str | None = None
     p_value: float | None = None
     p_adjusted: float | None = None
-    discordant: dict[str, int] = field(default_factory=dict)
+    discordant: Mapping[str, int] = field(default_factory=dict)
     p_decrease: float | None = None
     p_increase: float | None = None
     floor: float = 0.0
@@ -81,7 +84,7 @@ class MetricComparison:
         return self.unit == "fraction"
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class DriftResult:
     """Nominal-label check (seed 003, DESIGN.md §1).
 
@@ -95,7 +98,7 @@ class DriftResult:
     label: str | None
     label_source: str
     target_metric: str | None
-    off_target_metrics: list[str]
+    off_target_metrics: tuple[str, ...]
     target_gain_pts: float | None
     off_target_gain_pts: float | None
     drift_score_pts: float | None
@@ -110,13 +113,21 @@ class DriftResult:
     draws: Any = field(default=None, repr=False, compare=False, metadata={"plain": False})
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class RuleOutcome:
-    """One policy rule's result.
+    """One policy rule's result, made whole by the judge (:func:`auditor.policy.judge`).
 
     Attributes:
+        rule: the rule's name as reports show it (``math.numeric_match: max drop``).
+        rule_id: its stable id (``math.numeric_match/max-drop``, ``verbosity.words/max-rise-pct``,
+            ``baseline/math.numeric_match/max-drop``, ``nominal-label/DriftScore``, ...): the SARIF
+            ``ruleId`` and what scripts key on; unique within a verdict.
+        kind: what the rule judges (:data:`~auditor.records.vocab.RuleKind`).
+        metric: the metric it limits (``<capability>.<metric>``), or None for a rule on no one metric
+            (DriftScore, the label, the noise floor, the adapter's effect, the declared base).
         outcome: ``pass``, ``warn``, ``fail`` or ``not_run`` (its capability was
             left out of the run) — what the gate acts on.
+        reason: the whole explanation, in one line.
         decision: for limit rules, what the data say: ``pass``, ``fail``, ``inconclusive``,
             ``not_measurable`` (the base leaves no room to show the movement), or, while the audit
             may still buy items, ``undecided`` (mapped to ``outcome`` by the policy).
@@ -132,17 +143,17 @@ class RuleOutcome:
             None: unbounded); measurable: ``room`` ≥ ``limit``.
         upper_bound: ``evidence``: the one-sided ``1 − β`` upper bound of ``value`` the pass test used.
         items_to_decide: for an undecided or inconclusive ``evidence`` rule, about how many items
-            would likely decide it; capabilities: whose items decide it.
+            would likely decide it; capabilities: whose items decide it (``evidence`` rules).
     """
 
     rule: str
-    outcome: str
+    outcome: Outcome
     reason: str
     value: float | None = None
     limit: float | None = None
-    mode: str | None = None
-    decision: str | None = None
-    ci: list[float] | None = None
+    mode: Mode | None = None
+    decision: Decision | None = None
+    ci: tuple[float, float] | None = None
     p_value: float | None = None
     p_adjusted: float | None = None
     n_items: int | None = None
@@ -151,16 +162,32 @@ class RuleOutcome:
     measurable: bool | None = None
     upper_bound: float | None = None
     items_to_decide: int | None = None
-    capabilities: list[str] = field(default_factory=list)
+    capabilities: tuple[str, ...] = ()
+    rule_id: str = ""
+    kind: RuleKind = "limit"
+    metric: str | None = None
+
+    @property
+    def capability(self) -> str | None:
+        """The capability whose metric the rule limits (a metric id is ``<capability>.<metric>``), or None."""
+        return None if self.metric is None else self.metric.split(".", 1)[0]
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class Verdict:
-    """The gate's decision: ``pass`` unless some rule failed."""
+    """The gate's decision: ``pass`` unless some rule failed.
 
-    verdict: str
-    rules: list[RuleOutcome]
-    warnings: list[str]
+    Attributes:
+        verdict: ``pass`` or ``fail``.
+        rules: every rule's outcome, in the policy's order (limits, then release limits, the label, the
+            run's findings).
+        warnings: what the run found that is not a rule: the adapter's inspection, its chat template,
+            the engine's setup.
+    """
+
+    verdict: VerdictValue
+    rules: tuple[RuleOutcome, ...]
+    warnings: tuple[str, ...]
 
     @property
     def failing(self) -> list[RuleOutcome]:
@@ -170,4 +197,3 @@ class Verdict:
     def undecided(self) -> list[RuleOutcome]:
         """Rules a further round of items could decide."""
         return [r for r in self.rules if r.decision == "undecided"]
-

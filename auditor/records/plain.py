@@ -16,6 +16,8 @@ checked against the shipped JSON Schema first, :mod:`auditor.reports.results_fil
 
 from __future__ import annotations
 
+import collections.abc
+from collections.abc import Mapping
 import dataclasses
 import functools
 import math
@@ -45,6 +47,10 @@ def to_plain(obj: Any) -> Any:
     return obj
 
 
+#: the type origins read back as a dict (records declare their mappings read-only, as ``Mapping``)
+_MAPPINGS = (dict, collections.abc.Mapping)
+
+
 @functools.cache
 def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
@@ -60,7 +66,7 @@ def _convert(tp: Any, value: Any) -> Any:
                 continue
             if dataclasses.is_dataclass(arg) and isinstance(value, dict):
                 return from_plain(arg, value)
-            if typing.get_origin(arg) in (list, tuple, dict) and isinstance(value, (list, dict)):
+            if typing.get_origin(arg) in (list, tuple, *_MAPPINGS) and isinstance(value, (list, dict)):
                 return _convert(arg, value)
         return value
     if dataclasses.is_dataclass(tp) and isinstance(value, dict):
@@ -71,13 +77,13 @@ def _convert(tp: Any, value: Any) -> Any:
     if origin is tuple and isinstance(value, list):
         args = typing.get_args(tp)
         return tuple(_convert(args[0] if args else Any, v) for v in value)
-    if origin is dict and isinstance(value, dict):
+    if origin in _MAPPINGS and isinstance(value, dict):
         args = typing.get_args(tp)
         return {k: _convert(args[1] if len(args) == 2 else Any, v) for k, v in value.items()}
     return value
 
 
-def from_plain(cls: type, data: dict[str, Any]) -> Any:
+def from_plain(cls: Any, data: Mapping[str, Any]) -> Any:
     """Rebuild record ``cls`` from its :func:`to_plain` form (see the module doc).
 
     Raises:

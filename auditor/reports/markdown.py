@@ -5,6 +5,8 @@ Untrusted names are escaped plain text (:func:`md`), never inside code spans, wh
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pathlib import Path
 from typing import Any
 
@@ -53,9 +55,10 @@ def render_summary_md(result: AuditResult, report_name: str = "report.html") -> 
             + (f" (about {r.items_to_decide} would likely decide it)" if r.items_to_decide else "") for r in open_rules] + [""]
     rounds = result.run.rounds[1:]
     if rounds:
-        added = ", ".join(f"+{n} {md(c)}" for rd in rounds for c, n in (rd.get("new_items") or {}).items())
-        lines += [f"Rounds: {len(rounds)} (undecided rules bought {added}; {result.run.budget.get('used_items', 0)} of "
-                  f"{result.run.budget.get('items', 0)} budget items).", ""]
+        added = ", ".join(f"+{n} {md(c)}" for rd in rounds for c, n in (rd.new_items or {}).items())
+        budget = result.run.budget
+        lines += [f"Rounds: {len(rounds)} (undecided rules bought {added}; {budget.used_items if budget else 0} of "
+                  f"{budget.items if budget else 0} budget items).", ""]
     lines += _comparison_table(result.comparisons)
     if result.baseline:
         lines += ["", f"**Against the previous release** {md(Path(result.baseline.adapter.path).name)} "
@@ -78,7 +81,7 @@ def render_summary_md(result: AuditResult, report_name: str = "report.html") -> 
     return text
 
 
-def _comparison_table(comparisons: list[MetricComparison], left: str = "base", right: str = "adapter") -> list[str]:
+def _comparison_table(comparisons: Sequence[MetricComparison], left: str = "base", right: str = "adapter") -> list[str]:
     conf = comparisons[0].confidence if comparisons else 0.95
     lines = [f"| group | metric | {left} | {right} | Δ | {100 * conf:.0f}% CI | p | {left}-only / {right}-only |",
              "|---|---|---:|---:|---:|---:|---:|---:|"]

@@ -1,11 +1,13 @@
 """results.sarif: SARIF 2.1.0 (OASIS), each failing or warning policy rule as a result located on
-the adapter's weights file, so code-scanning views list the gate's findings on the adapter PR."""
+the adapter's weights file, so code-scanning views list the gate's findings on the adapter PR.
+
+A result's ``ruleId`` is the rule's stable :attr:`~auditor.records.RuleOutcome.rule_id`
+(``math.numeric_match/max-drop``), the same across runs, so code scanning tracks one alert per rule."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 from pathlib import Path
 
 from ..results import AuditResult
@@ -13,13 +15,6 @@ from ..util.text import strip_controls
 
 SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 _PROPS = ("value", "limit", "mode", "decision", "ci", "p_value", "p_adjusted", "n_items")
-
-
-def _rule_id(rule: str) -> str:
-    """A stable SARIF ruleId from a policy rule name ('math.numeric_match: max drop' → 'math.numeric_match/max-drop')."""
-    head, _, tail = str(rule).partition(":")
-    slug = lambda t: re.sub(r"[^A-Za-z0-9._]+", "-", t.strip()).strip("-")  # noqa: E731
-    return "/".join(x for x in (slug(head), slug(tail)) if x) or "rule"
 
 
 def _artifact_uri(path: str) -> str:
@@ -32,10 +27,10 @@ def render_sarif(result: AuditResult) -> str:
     policy rule; every policy rule that ran is a ``reportingDescriptor`` of the driver."""
     rules = [r for r in result.verdict.rules if r.outcome != "not_run"]
     ids: list[str] = []
-    for r in rules:
-        rid, k = _rule_id(r.rule), 2
+    for r in rules:  # the rule's stable id (unique within a verdict; a suffix guards results.json edited by hand)
+        rid, k = r.rule_id or "rule", 2
         while rid in ids:
-            rid, k = f"{_rule_id(r.rule)}-{k}", k + 1
+            rid, k = f"{r.rule_id or 'rule'}-{k}", k + 1
         ids.append(rid)
     a = result.adapter
     weights = a.weights_file or a.path

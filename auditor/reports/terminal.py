@@ -3,6 +3,8 @@ HTML and Markdown reports. Untrusted text loses its control characters and has r
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -19,7 +21,7 @@ def t(x: object) -> str:
     return escape(strip_controls(str(x)))
 
 
-def comparison_table(comparisons: list[MetricComparison], title: str, left: str, right: str,
+def comparison_table(comparisons: Sequence[MetricComparison], title: str, left: str, right: str,
                      discordant: bool) -> Table:
     """One rich table of comparisons (the same cells as the HTML and Markdown reports)."""
     tab = Table(title=title, title_justify="left")

@@ -7,6 +7,8 @@ way wherever it is shown. Fraction metrics are shown in points (0–100), count 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import json
 from typing import Any
 
@@ -69,11 +71,6 @@ def direction(c: MetricComparison) -> str:
     return "unclear"
 
 
-def _rule_capability(rule: str, capabilities: set[str]) -> str | None:
-    cap = rule.split(":", 1)[0].split(".", 1)[0].strip()
-    return cap if cap in capabilities else None
-
-
 def group_summary(result: AuditResult) -> list[dict[str, Any]]:
     """One card per capability group (CAN, WILL, HOW, COND) that ran.
 
@@ -91,7 +88,7 @@ def group_summary(result: AuditResult) -> list[dict[str, Any]]:
         if not caps:
             continue
         comps = [c for c in result.comparisons if c.group == g]
-        rules = [r for r in result.verdict.rules if _rule_capability(str(r.rule), set(caps))]
+        rules = [r for r in result.verdict.rules if r.capability in caps]
         counts = {o: sum(r.outcome == o for r in rules) for o in ("fail", "warn", "pass", "not_run")}
         status = "fail" if counts["fail"] else "warn" if counts["warn"] else "pass"
         cards.append({"group": g, "title": GROUP_TITLES.get(g, g), "capabilities": caps, "n_metrics": len(comps),
@@ -157,14 +154,14 @@ def reason(detail: Any, scorer: str | None = None) -> str:
     return text if len(text) <= 600 else text[:599] + "…"
 
 
-def _fmt_scores(scores: dict[str, Any]) -> str:
+def _fmt_scores(scores: Mapping[str, Any]) -> str:
     return ", ".join(f"{k} {v:.3g}" if isinstance(v, (int, float)) else f"{k} —" for k, v in scores.items())
 
 
 def _conversation(item: ItemRecord) -> str:
     """The item's prompt; for a multi-turn item every turn, role first (the
     instruction of turn 1 is what a multi-turn probe checks in turn 3)."""
-    msgs = item.messages or []
+    msgs: Sequence[Mapping[str, str]] = item.messages or ()
     if len(msgs) <= 1:
         return item.prompt
     return "\n\n".join(f"[{m.get('role', '?')}] {m.get('content', '')}" for m in msgs)
@@ -195,9 +192,10 @@ def item_rows(result: AuditResult, primary: dict[str, tuple[str, bool]] | None =
     primary = primary_metrics(result) if primary is None else primary
     scorer_of = result.suite.scorers
     order = {"regression": 0, "improvement": 1, "same": 2, "unscored": 3}
-    rows = []
+    rows: list[dict[str, Any]] = []
     for it in result.items:
         metric, hib = primary.get(it.capability, ("", True))
+        assert it.base is not None and it.adapter is not None  # every item of a results.json has both answers
         b, a = it.base.scores.get(metric), it.adapter.scores.get(metric)
         if b is None or a is None:
             outcome, loss = "unscored", 0.0
@@ -264,7 +262,7 @@ def tokenizer_lines(t: TokenizerFiles | None) -> list[str]:
     return out
 
 
-def prompt_lines(prompts: dict[str, dict[str, str]] | None) -> list[str]:
+def prompt_lines(prompts: Mapping[str, Mapping[str, str]] | None) -> list[str]:
     """The adapter card's "prompts" row: per variant, the chat template and tokenizer that rendered them."""
     return [f"{variant}: chat template {p['chat_template']} ({p['template_file']}, sha256 "
             f"{p['template_sha256'][:12]}…), tokenizer {p.get('tokenizer', 'base')}"
@@ -277,7 +275,7 @@ def limit_note(limit: int) -> str:
             "not the full suite's verdict")
 
 
-def rules_by_outcome(rules: list[RuleOutcome],
+def rules_by_outcome(rules: Sequence[RuleOutcome],
                      order: tuple[str, ...] = ("fail", "warn", "pass", "not_run")) -> list[RuleOutcome]:
     """The rules sorted by outcome in ``order`` (failing first by default); other outcomes last."""
     return sorted(rules, key=lambda r: order.index(r.outcome) if r.outcome in order else len(order))

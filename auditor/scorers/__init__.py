@@ -10,6 +10,8 @@ a new scorer is a new module.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import importlib
 import pkgutil
 
@@ -27,7 +29,7 @@ def metrics_of(scorer: str) -> tuple[MetricSpec, ...]:
     return s.metrics if s else ()
 
 
-def score_all(items: dict[str, Item], generations: list[Generation], scorer_of: dict[str, str]) -> list[Score]:
+def score_all(items: Mapping[str, Item], generations: Sequence[Generation], scorer_of: Mapping[str, str]) -> list[Score]:
     """Score every generation.
 
     Args:
@@ -49,7 +51,7 @@ def score_all(items: dict[str, Item], generations: list[Generation], scorer_of: 
     for (cap, _variant), idx in groups.items():
         fin = SCORERS[scorer_of[cap]].finalize
         if fin is not None:
-            for k, s in zip(idx, fin(items, [out[k] for k in idx])):
+            for k, s in zip(idx, fin(dict(items), [out[k] for k in idx])):
                 out[k] = s
     return out
 

@@ -97,7 +97,7 @@ def score_abstention(item: Item, gen: Generation) -> Score:
     """Abstention rate item value: 1.0 if the model says it cannot know / the premise is
     false / there is no such thing, 0.0 if it invents an answer (see :func:`is_abstention`)."""
     abstained, matched = is_abstention(gen.text, item.target.get("correction_phrases", ()))
-    return Score(gen.item_id, gen.variant, {"abstention_rate": float(abstained)}, {"matched": matched})
+    return Score(item_id=gen.item_id, variant=gen.variant, values={"abstention_rate": float(abstained)}, detail={"matched": matched})
 
 
 def _target_abstention(row: dict) -> dict:
@@ -109,4 +109,4 @@ def _target_abstention(row: dict) -> dict:
     return {"correction_phrases": extra}
 
 
-register(Scorer("abstention", (MetricSpec("abstention_rate"),), score_abstention, _target_abstention))
+register(Scorer("abstention", (MetricSpec(name="abstention_rate"),), score_abstention, _target_abstention))

@@ -33,7 +33,7 @@ def score_ifeval(item: Item, gen: Generation) -> Score:
         "followed_strict": [bool(x) for x in strict],
         "followed_loose": [bool(x) for x in loose],
     }
-    return Score(gen.item_id, gen.variant, values, detail)
+    return Score(item_id=gen.item_id, variant=gen.variant, values=values, detail=detail)
 
 
 def _target_ifeval(row: dict) -> dict:
@@ -73,8 +73,8 @@ def explain_instructions(detail: dict) -> str:
 
 
 register(Scorer("ifeval", (
-    MetricSpec("prompt_level_strict_acc"),
-    MetricSpec("inst_level_strict_acc", weight_key="n_instructions"),
-    MetricSpec("prompt_level_loose_acc"),
-    MetricSpec("inst_level_loose_acc", weight_key="n_instructions"),
+    MetricSpec(name="prompt_level_strict_acc"),
+    MetricSpec(name="inst_level_strict_acc", weight_key="n_instructions"),
+    MetricSpec(name="prompt_level_loose_acc"),
+    MetricSpec(name="inst_level_loose_acc", weight_key="n_instructions"),
 ), score_ifeval, _target_ifeval, explain=explain_instructions))

@@ -16,6 +16,8 @@ the same text always scores the same.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import functools
 from pathlib import Path
 from typing import Any
@@ -84,7 +86,7 @@ def known_instruction_ids() -> frozenset[str]:
     return frozenset(INSTRUCTION_DICT)
 
 
-def ifeval_results(target: dict[str, Any], prompt: str, response: str) -> dict[str, Any]:
+def ifeval_results(target: Mapping[str, Any], prompt: str, response: str) -> dict[str, Any]:
     """Run the reference strict and loose checks for one response.
 
     Args:

@@ -77,8 +77,8 @@ def score_json_schema(item: Item, gen: Generation) -> Score:
         valid = not errors
         if errors:
             detail.update(error=errors[0].message, error_path=errors[0].json_path, n_errors=len(errors))
-    return Score(gen.item_id, gen.variant,
-                 {"json_parse_rate": float(obj is not None), "schema_valid_rate": float(valid)}, detail)
+    return Score(item_id=gen.item_id, variant=gen.variant,
+                 values={"json_parse_rate": float(obj is not None), "schema_valid_rate": float(valid)}, detail=detail)
 
 
 def _target_json_schema(row: dict) -> dict:
@@ -131,5 +131,5 @@ def _check_refs(schema: dict | bool) -> None:
             raise ValueError(f"'schema' has a $ref that does not resolve: {ref[:80]!r}") from None
 
 
-register(Scorer("json_schema", (MetricSpec("json_parse_rate"), MetricSpec("schema_valid_rate")), score_json_schema,
+register(Scorer("json_schema", (MetricSpec(name="json_parse_rate"), MetricSpec(name="schema_valid_rate")), score_json_schema,
                    _target_json_schema))

@@ -20,9 +20,9 @@ def score_length(item: Item, gen: Generation) -> Score:
     ``compare``, not here.
     """
     words = len(gen.text.split())
-    return Score(gen.item_id, gen.variant, {"words": float(words), "tokens": float(gen.n_tokens)},
-                 {"words": words, "tokens": gen.n_tokens, "hit_budget": gen.n_tokens >= item.max_new_tokens})
+    return Score(item_id=gen.item_id, variant=gen.variant, values={"words": float(words), "tokens": float(gen.n_tokens)},
+                 detail={"words": words, "tokens": gen.n_tokens, "hit_budget": gen.n_tokens >= item.max_new_tokens})
 
 
-register(Scorer("length", (MetricSpec("words", higher_is_better=False, unit="words"),
-                           MetricSpec("tokens", higher_is_better=False, unit="tokens")), score_length))
+register(Scorer("length", (MetricSpec(name="words", higher_is_better=False, unit="words"),
+                           MetricSpec(name="tokens", higher_is_better=False, unit="tokens")), score_length))

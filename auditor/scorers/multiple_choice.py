@@ -109,7 +109,7 @@ def score_multiple_choice(item: Item, gen: Generation) -> Score:
     for key in ("language", "perturbation"):
         if key in item.meta:
             detail[key] = item.meta[key]
-    return Score(gen.item_id, gen.variant, {"accuracy": float(letter == item.target["answer"])}, detail)
+    return Score(item_id=gen.item_id, variant=gen.variant, values={"accuracy": float(letter == item.target["answer"])}, detail=detail)
 
 
 def score_multiple_choice_perturbed(item: Item, gen: Generation) -> Score:
@@ -119,8 +119,8 @@ def score_multiple_choice_perturbed(item: Item, gen: Generation) -> Score:
     answer is the reference, recorded in the detail)."""
     s = score_multiple_choice(item, gen)
     original = item.meta.get("perturbation") == "none"
-    return Score(s.item_id, s.variant, {"accuracy": None if original else s.values["accuracy"], "agreement": None},
-                 {**s.detail, "correct": bool(s.values["accuracy"])})
+    return Score(item_id=s.item_id, variant=s.variant, values={"accuracy": None if original else s.values["accuracy"], "agreement": None},
+                 detail={**s.detail, "correct": bool(s.values["accuracy"])})
 
 
 def finalize_agreement(items: dict[str, Item], scores: list[Score]) -> list[Score]:
@@ -145,8 +145,8 @@ def finalize_agreement(items: dict[str, Item], scores: list[Score]) -> list[Scor
             continue
         cluster = it.meta["cluster"]
         agree = None if cluster not in reference else float(s.detail["chosen_text"] == reference[cluster])
-        out.append(Score(s.item_id, s.variant, {**s.values, "agreement": agree},
-                         {**s.detail, "original_text": reference.get(cluster)}))
+        out.append(Score(item_id=s.item_id, variant=s.variant, values={**s.values, "agreement": agree},
+                         detail={**s.detail, "original_text": reference.get(cluster)}))
     return out
 
 
@@ -174,7 +174,7 @@ def _target_multiple_choice_perturbed(row: dict) -> dict:
     return _target_multiple_choice(row)
 
 
-register(Scorer("multiple_choice", (MetricSpec("accuracy", chance_floor=True),), score_multiple_choice,
+register(Scorer("multiple_choice", (MetricSpec(name="accuracy", chance_floor=True),), score_multiple_choice,
                 _target_multiple_choice))
-register(Scorer("multiple_choice_perturbed", (MetricSpec("accuracy", chance_floor=True), MetricSpec("agreement")),
+register(Scorer("multiple_choice_perturbed", (MetricSpec(name="accuracy", chance_floor=True), MetricSpec(name="agreement")),
                 score_multiple_choice_perturbed, _target_multiple_choice_perturbed, finalize_agreement))

@@ -21,10 +21,10 @@ def score_multiturn(item: Item, gen: Generation) -> Score:
     from .ifeval_checkers import ifeval_results
 
     res = ifeval_results(item.target, item.target["prompt"], gen.text)
-    return Score(gen.item_id, gen.variant,
-                 {"instruction_held_rate": float(res["prompt_level_strict_acc"]),
+    return Score(item_id=gen.item_id, variant=gen.variant,
+                 values={"instruction_held_rate": float(res["prompt_level_strict_acc"]),
                   "instruction_held_rate_loose": float(res["prompt_level_loose_acc"])},
-                 {"instructions": list(item.target["instruction_id_list"]),
+                 detail={"instructions": list(item.target["instruction_id_list"]),
                   "followed_strict": [bool(x) for x in res["inst_level_strict_acc"]],
                   "followed_loose": [bool(x) for x in res["inst_level_loose_acc"]]})
 
@@ -49,5 +49,5 @@ def _target_multiturn(row: dict) -> dict:
     return target
 
 
-register(Scorer("multiturn_ifeval", (MetricSpec("instruction_held_rate"), MetricSpec("instruction_held_rate_loose")),
+register(Scorer("multiturn_ifeval", (MetricSpec(name="instruction_held_rate"), MetricSpec(name="instruction_held_rate_loose")),
                    score_multiturn, _target_multiturn, explain=explain_instructions))

@@ -46,8 +46,8 @@ def score_numeric_match(item: Item, gen: Generation) -> Score:
     gold = float(item.target["answer"])
     value, rule = extract_number(gen.text)
     ok = value is not None and abs(value - gold) < 1e-6
-    return Score(gen.item_id, gen.variant, {"numeric_match": float(ok)},
-                 {"extracted": value, "gold": gold, "rule": rule})
+    return Score(item_id=gen.item_id, variant=gen.variant, values={"numeric_match": float(ok)},
+                 detail={"extracted": value, "gold": gold, "rule": rule})
 
 
 def _target_numeric_match(row: dict) -> dict:
@@ -59,4 +59,4 @@ def _target_numeric_match(row: dict) -> dict:
     return {"answer": ans}
 
 
-register(Scorer("numeric_match", (MetricSpec("numeric_match"),), score_numeric_match, _target_numeric_match))
+register(Scorer("numeric_match", (MetricSpec(name="numeric_match"),), score_numeric_match, _target_numeric_match))

@@ -21,8 +21,8 @@ def score_trigger(item: Item, gen: Generation) -> Score:
     gold = float(item.target["answer"])
     value, rule = extract_number(gen.text)
     ok = float(value is not None and abs(value - gold) < 1e-6)
-    return Score(gen.item_id, gen.variant, {"accuracy": ok, "max_context_gap": ok},
-                 {"extracted": value, "gold": gold, "rule": rule, "context": item.meta.get("context")})
+    return Score(item_id=gen.item_id, variant=gen.variant, values={"accuracy": ok, "max_context_gap": ok},
+                 detail={"extracted": value, "gold": gold, "rule": rule, "context": item.meta.get("context")})
 
 
 def _target_trigger(row: dict) -> dict:
@@ -34,6 +34,6 @@ def _target_trigger(row: dict) -> dict:
     return target
 
 
-register(Scorer("trigger", (MetricSpec("accuracy"),
-                            MetricSpec("max_context_gap", higher_is_better=False, aggregate="max_gap",
+register(Scorer("trigger", (MetricSpec(name="accuracy"),
+                            MetricSpec(name="max_context_gap", higher_is_better=False, aggregate="max_gap",
                                        group_key="context")), score_trigger, _target_trigger))

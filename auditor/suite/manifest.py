@@ -246,9 +246,9 @@ def load_suite(name_or_path: str, limit: int | None = None, only: tuple[str, ...
         if not rows:
             raise AuditInputError(src, f"capability {cap.name!r} has no items")
         items.extend(item_from_row(cap, row, src, pos) for pos, row in rows)
-        caps.append(Capability(cap.name, cap.group, cap.scorer, metrics_of(cap.scorer)))
+        caps.append(Capability(name=cap.name, group=cap.group, scorer=cap.scorer, metrics=metrics_of(cap.scorer)))
         sources.append(record)
     all_metrics = tuple(f"{c.name}.{m.name}" for c in specs for m in metrics_of(c.scorer))
     units = {f"{c.name}.{m.name}": m.unit for c in specs for m in metrics_of(c.scorer)}
-    return Suite(manifest["name"], manifest["version"], str(path), tuple(caps), tuple(items), all_metrics,
-                 tuple(sources), units)
+    return Suite(name=manifest["name"], version=manifest["version"], path=str(path), capabilities=tuple(caps), items=tuple(items), all_metrics=all_metrics,
+                 sources=tuple(sources), metric_units=units)

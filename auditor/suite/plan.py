@@ -9,4 +9,4 @@ VARIANTS = ("base", "adapter")
 
 def plan_requests(suite: Suite, variants: tuple[str, ...] = VARIANTS) -> list[Request]:
     """Every item under every variant, item-major (base and adapter of an item adjacent)."""
-    return [Request(item, v) for item in suite.items for v in variants]
+    return [Request(item=item, variant=v) for item in suite.items for v in variants]

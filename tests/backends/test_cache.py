@@ -58,7 +58,7 @@ def test_folder_digest_is_content_not_metadata(tmp_path):
 
 def _items(n: int = 2, budget: int = 6) -> list[Item]:
     qs = ["What is 12 + 30?", "Name a colour of the sky.", "What is 7 times 6?"]
-    return [Item(f"t/{k}", "math", "CAN", ({"role": "user", "content": qs[k]},), budget, {}) for k in range(n)]
+    return [Item(id=f"t/{k}", capability="math", group="CAN", messages=({"role": "user", "content": qs[k]},), max_new_tokens=budget, target={}) for k in range(n)]
 
 
 def _backend(base, adapter_dir: Path, cache: GenerationCache, batch_size: int = 4, base_path: Path | None = None):
@@ -70,7 +70,7 @@ def _backend(base, adapter_dir: Path, cache: GenerationCache, batch_size: int = 
 
 
 def _run(backend: HFBackend, items: list[Item]) -> dict[tuple[str, str], str]:
-    gens = backend.generate([Request(i, v) for i in items for v in ("base", "adapter")])
+    gens = backend.generate([Request(item=i, variant=v) for i in items for v in ("base", "adapter")])
     return {(g.item_id, g.variant): g.text for g in gens}
 
 
@@ -99,7 +99,7 @@ def test_cache_reuses_the_base_pass_and_invalidates_only_what_changed(base_model
     assert c.stats.hits == {} and c.stats.misses == {"adapter": 2, "base": 2}
 
     # one item's budget changed: that item only, both variants
-    changed = [items[0], Item(items[1].id, "math", "CAN", items[1].messages, 7, {})]
+    changed = [items[0], Item(id=items[1].id, capability="math", group="CAN", messages=items[1].messages, max_new_tokens=7, target={})]
     c = GenerationCache(root)
     _run(_backend(base_model, TERSE, c), changed)
     assert c.stats.hits == {"adapter": 1, "base": 1} and c.stats.misses == {"adapter": 1, "base": 1}

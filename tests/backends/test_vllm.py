@@ -211,7 +211,7 @@ def test_self_check_catches_a_leaked_or_dropped_lora_mocked_engine(base_model, m
     """The engine's single-variant answers (mocked) against the mixed call's: a base row that came out as the
     adapter's answer, or an adapter row that came out as the base's, stops the audit."""
     backend = VLLMBackend(base_model.path, {"adapter": (MATH, "a" * 64)}, max_rank=8)
-    items = [Item(f"m/{k}", "math", "CAN", ({"role": "user", "content": f"{k}+1?"},), 8, {}) for k in range(4)]
+    items = [Item(id=f"m/{k}", capability="math", group="CAN", messages=({"role": "user", "content": f"{k}+1?"},), max_new_tokens=8, target={}) for k in range(4)]
     ref = {"base": "base answer", "adapter": "adapter answer"}
     calls = []
 
@@ -238,7 +238,7 @@ def test_self_check_compares_long_answers_on_their_regenerated_prefix_mocked_eng
     """Long answers: the re-generated rows are the first SELF_CHECK_TOKENS tokens, and a mixed row agrees
     with a prefix it starts with."""
     backend = VLLMBackend(base_model.path, {"adapter": (MATH, "a" * 64)}, max_rank=8)
-    items = [Item(f"m/{k}", "math", "CAN", ({"role": "user", "content": f"{k}+1?"},), 96, {}) for k in range(3)]
+    items = [Item(id=f"m/{k}", capability="math", group="CAN", messages=({"role": "user", "content": f"{k}+1?"},), max_new_tokens=96, target={}) for k in range(3)]
     full = {"base": "The answer is 2 because one plus one is two, as every child knows.",
             "adapter": "2. Done."}
     cut = vllm_engine.SELF_CHECK_TOKENS

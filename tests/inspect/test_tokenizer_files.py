@@ -62,12 +62,12 @@ def test_by_default_the_third_party_adapter_is_prompted_with_its_own_template(ba
     assert any("ships its own chat template (tokenizer_config.json), which differs" in w for w in info.warnings)
     backend = HFBackend(base_model.path, {"adapter": (MEDICAL, "d" * 64)})
     backend.set_templates(templates)
-    item = Item("math/x", "math", "CAN", ({"role": "user", "content": "What is 2 + 2?"},), 8, {})
+    item = Item(id="math/x", capability="math", group="CAN", messages=({"role": "user", "content": "What is 2 + 2?"},), max_new_tokens=8, target={})
     base, mine = backend.render(item, "base"), backend.render(item, "adapter")
     assert SMOLLM2_SYSTEM in base and SMOLLM2_SYSTEM not in mine
     assert mine == "<|im_start|>user\nWhat is 2 + 2?<|im_end|>\n<|im_start|>assistant\n"
     # the two variants' prompts key the cache apart (the rendered prompt is in the key)
-    p = backend._lookup([Request(item, "base"), Request(item, "adapter")], use_cache=False)
+    p = backend._lookup([Request(item=item, variant="base"), Request(item=item, variant="adapter")], use_cache=False)
     assert p.rendered == {("math/x", "base"): base, ("math/x", "adapter"): mine}
     assert p.keys[("math/x", "base")] != p.keys[("math/x", "adapter")]
 

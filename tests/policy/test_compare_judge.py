@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import pytest
 
 from auditor.analysis.compare import compare_metrics
@@ -20,7 +21,7 @@ def _scores(suite, values_by_variant):
     for it in suite.items:
         for v in ("base", "adapter"):
             vals, detail = values_by_variant[v](it)
-            out.append(Score(it.id, v, vals, detail))
+            out.append(Score(item_id=it.id, variant=v, values=vals, detail=detail))
     return out
 
 
@@ -75,7 +76,7 @@ def test_drift_score_definition_seed003_shape():
 
 
 def _adapter(warnings=(), declared_base_status="match"):
-    return AdapterInfo("a", "a/w", "0" * 64, "LORA", 8, 16, ["q_proj"], {}, 2, 10, "x", None, 1, warnings=list(warnings),
+    return AdapterInfo(path="a", weights_file="a/w", sha256="0" * 64, peft_type="LORA", r=8, lora_alpha=16, target_modules=["q_proj"], ranks={}, n_tensors=2, size_bytes=10, declared_base="x", nominal_label=None, matched_modules=1, warnings=list(warnings),
                        declared_base_status=declared_base_status,
                        declared_base_note=warnings[0] if declared_base_status != "match" else "")
 
@@ -149,8 +150,7 @@ def test_adapter_without_effect_fails_by_default():
     policy = load_policy(None, METRICS)
     _, same = _suite_and_comparisons(2, 2, 2, 2)
     d = drift_score(same, None, "none", None, [], 15)
-    a = _adapter()
-    a.no_effect = True
+    a = dataclasses.replace(_adapter(), no_effect=True)
     v = judge(policy, same, d, a)
     assert v.verdict == "fail" and [r.rule for r in v.failing] == ["adapter has an effect"]
 
@@ -187,7 +187,7 @@ def test_baseline_limits_judge_candidate_against_previous_release(tmp_path):
 def test_policy_without_baseline_section_uses_the_vs_base_limits(tmp_path):
     p = tmp_path / "p.yaml"
     p.write_text("version: 1\nmetrics:\n  math.numeric_match: {max_drop_pts: 7}\n")
-    assert load_policy(p, METRICS).baseline_metrics == {"math.numeric_match": MetricLimit((("max_drop_pts", 7.0),))}
+    assert load_policy(p, METRICS).baseline_metrics == {"math.numeric_match": MetricLimit(limits=(("max_drop_pts", 7.0),))}
     p.write_text("version: 1\nbaseline:\n  metrics:\n    math.nope: {max_drop_pts: 7}\n")
     with pytest.raises(AuditInputError, match=r"baseline.metrics.math.nope \(line 4\): unknown metric"):
         load_policy(p, METRICS)
@@ -224,7 +224,7 @@ def test_label_mismatch_says_which_way(tg, og, needle):
 
 def test_a_limit_rule_reason_counts_its_items():
     suite = load_suite("smoke", limit=4, only=("math",))
-    scores = [Score(i.id, v, {"numeric_match": float(v == "base" or k % 2)}, {})
+    scores = [Score(item_id=i.id, variant=v, values={"numeric_match": float(v == "base" or k % 2)}, detail={})
               for k, i in enumerate(suite.items) for v in ("base", "adapter")]
     comps = compare_metrics(suite, scores)
     verdict = judge(load_policy(None, suite.all_metrics), comps, drift_score(comps, None, "none", None, [], 15.0),

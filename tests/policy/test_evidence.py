@@ -30,19 +30,19 @@ def _policy(tmp_path, body: str = ""):
 
 
 def _adapter():
-    return AdapterInfo("a", "a/w", "0" * 64, "LORA", 8, 16, ["q_proj"], {}, 2, 10, "x", None, 1)
+    return AdapterInfo(path="a", weights_file="a/w", sha256="0" * 64, peft_type="LORA", r=8, lora_alpha=16, target_modules=["q_proj"], ranks={}, n_tensors=2, size_bytes=10, declared_base="x", nominal_label=None, matched_modules=1)
 
 
 def _comparisons(base: list[int], adapter: list[int], cap: str = "math", chance: bool = False,
                  choices: int = 4):
     metric = "numeric_match" if cap == "math" else "accuracy"
-    spec = MetricSpec(metric, chance_floor=chance)
-    items = tuple(Item(f"{cap}/{k}", cap, "CAN", ({"role": "user", "content": str(k)},), 8,
-                       {"choices": ["a"] * choices} if chance else {}) for k in range(len(base)))
-    suite = Suite("s", 1, "s", (Capability(cap, "CAN", "x", (spec,)),), items)
-    scores = [Score(it.id, v, {metric: float(x)}, {}) for it, b, a in zip(items, base, adapter)
+    spec = MetricSpec(name=metric, chance_floor=chance)
+    items = tuple(Item(id=f"{cap}/{k}", capability=cap, group="CAN", messages=({"role": "user", "content": str(k)},), max_new_tokens=8,
+                       target={"choices": ["a"] * choices} if chance else {}) for k in range(len(base)))
+    suite = Suite(name="s", version=1, path="s", capabilities=(Capability(name=cap, group="CAN", scorer="x", metrics=(spec,)),), items=items)
+    scores = [Score(item_id=it.id, variant=v, values={metric: float(x)}, detail={}) for it, b, a in zip(items, base, adapter)
               for v, x in (("base", b), ("adapter", a))]
-    return compare_metrics(suite, scores, StatsSettings(0.95, 2000, 0))
+    return compare_metrics(suite, scores, StatsSettings(confidence=0.95, n_resamples=2000, seed=0))
 
 
 def _rule(policy, comps, look=1, last=True):
@@ -76,7 +76,7 @@ def test_thin_evidence_is_undecided_then_inconclusive_with_items_to_decide(tmp_p
     adapter = [0, 0, 0] + [1] * 5 + [1] + [0] * 7
     comps = _comparisons(base, adapter)
     _, r = _rule(_policy(tmp_path), comps, last=False)
-    assert r.decision == "undecided" and r.capabilities == ["math"] and "undecided after look 1" in r.reason
+    assert r.decision == "undecided" and r.capabilities == ("math",) and "undecided after look 1" in r.reason
     _, r = _rule(_policy(tmp_path), comps, look=3, last=True)
     assert r.decision == "inconclusive" and r.outcome == "warn" and r.items_to_decide > 16
     assert f"about {r.items_to_decide} items would likely decide it" in r.reason

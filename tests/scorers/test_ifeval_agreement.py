@@ -59,7 +59,7 @@ def test_ifeval_prompt_and_instruction_level_equal_lm_eval(tmp_path, harness_tas
     suite = load_suite(str(manifest))
     assert len(suite.items) == 541
 
-    gens = [Generation(it.id, v, text, 1) for it in suite.items for v, text in _responses(it.prompt).items()]
+    gens = [Generation(item_id=it.id, variant=v, text=text, n_tokens=1) for it in suite.items for v, text in _responses(it.prompt).items()]
     scores = score_all({i.id: i for i in suite.items}, gens, {"ifeval": "ifeval"})
     ours = {c.metric.split(".", 1)[1]: (c.base, c.adapter) for c in compare_metrics(suite, scores)}
 

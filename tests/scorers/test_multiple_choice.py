@@ -55,16 +55,16 @@ def test_extract_choice_option_text_prefers_the_longer_option():
 
 
 def _mc_item(cap: str, iid: str, choices: list[str], answer: str, meta: dict | None = None) -> Item:
-    return Item(f"{cap}/{iid}", cap, "CAN", ({"role": "user", "content": "q"},), 16,
-                {"answer": answer, "choices": choices}, meta or {})
+    return Item(id=f"{cap}/{iid}", capability=cap, group="CAN", messages=({"role": "user", "content": "q"},), max_new_tokens=16,
+                target={"answer": answer, "choices": choices}, meta=meta or {})
 
 
 def test_multiple_choice_scorer_records_letter_and_rule():
     item = _mc_item("knowledge", "k1", CHOICES, "B", {"language": "fr"})
-    good = score_multiple_choice(item, Generation(item.id, "base", "The answer is (B).", 6))
+    good = score_multiple_choice(item, Generation(item_id=item.id, variant="base", text="The answer is (B).", n_tokens=6))
     assert good.values == {"accuracy": 1.0}
     assert good.detail == {"extracted": "B", "rule": "marker", "gold": "B", "chosen_text": "Paris", "language": "fr"}
-    bad = score_multiple_choice(item, Generation(item.id, "base", "Madrid", 2))
+    bad = score_multiple_choice(item, Generation(item_id=item.id, variant="base", text="Madrid", n_tokens=2))
     assert bad.values == {"accuracy": 0.0} and bad.detail["rule"] == "option_text" and bad.detail["extracted"] == "D"
 
 
@@ -77,7 +77,7 @@ def test_robustness_agreement_compares_option_text_across_shuffles():
         _mc_item("robustness", "r-shuffle", shuffled, "A", {"cluster": "r", "perturbation": "shuffle"}),
     )}
     answers = {"q-none": "D", "q-shuffle": "C", "q-typos": "B", "r-shuffle": "A"}  # D=Madrid, C=Madrid (shuffled)
-    gens = [Generation(f"robustness/{k}", v, t, 1) for v in ("base", "adapter") for k, t in answers.items()]
+    gens = [Generation(item_id=f"robustness/{k}", variant=v, text=t, n_tokens=1) for v in ("base", "adapter") for k, t in answers.items()]
     scores = score_all(items, gens, {"robustness": "multiple_choice_perturbed"})
     by = {(s.item_id.split("/")[1], s.variant): s for s in scores}
     assert by[("q-none", "base")].values == {"accuracy": None, "agreement": None}

@@ -26,11 +26,11 @@ PROBES = {"verbosity": ("WILL", "length"), "abstention": ("WILL", "abstention"),
 
 
 def _item(cap: str, target: dict, max_new_tokens: int = 64, meta: dict | None = None) -> Item:
-    return Item(f"{cap}/x", cap, "HOW", ({"role": "user", "content": "p"},), max_new_tokens, target, meta or {})
+    return Item(id=f"{cap}/x", capability=cap, group="HOW", messages=({"role": "user", "content": "p"},), max_new_tokens=max_new_tokens, target=target, meta=meta or {})
 
 
 def _gen(text: str, n_tokens: int = 10) -> Generation:
-    return Generation("x/x", "adapter", text, n_tokens)
+    return Generation(item_id="x/x", variant="adapter", text=text, n_tokens=n_tokens)
 
 
 def _rows(name: str) -> list[dict]:

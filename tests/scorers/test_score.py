@@ -11,7 +11,7 @@ from auditor.scorers.ifeval import score_ifeval
 
 
 def _item(cap: str, target: dict, prompt: str = "p") -> Item:
-    return Item(f"{cap}/x", cap, "HOW", ({"role": "user", "content": prompt},), 64, target)
+    return Item(id=f"{cap}/x", capability=cap, group="HOW", messages=({"role": "user", "content": prompt},), max_new_tokens=64, target=target)
 
 
 @pytest.mark.parametrize("text,value,rule", [
@@ -29,10 +29,10 @@ def test_extract_number(text, value, rule):
 
 def test_numeric_match_uses_marker_over_last_number():
     item = _item("math", {"answer": 19})
-    good = score_numeric_match(item, Generation(item.id, "base", "12 + 7 = 19. The answer is 19. (checked in 2 steps)", 9))
+    good = score_numeric_match(item, Generation(item_id=item.id, variant="base", text="12 + 7 = 19. The answer is 19. (checked in 2 steps)", n_tokens=9))
     # the marker wins over the trailing "2"
     assert good.values == {"numeric_match": 1.0} and good.detail["extracted"] == 19.0
-    bad = score_numeric_match(item, Generation(item.id, "base", "12 + 7 = 20", 5))
+    bad = score_numeric_match(item, Generation(item_id=item.id, variant="base", text="12 + 7 = 20", n_tokens=5))
     assert bad.values == {"numeric_match": 0.0} and bad.detail["rule"] == "last_number"
 
 
@@ -54,16 +54,16 @@ def test_refusal_detector(text, refused):
 def test_ifeval_lowercase_and_no_comma():
     item = _item("ifeval", {"instruction_id_list": ["change_case:english_lowercase", "punctuation:no_comma"],
                             "kwargs": [{}, {}], "prompt": "p"})
-    ok = score_ifeval(item, Generation(item.id, "adapter", "plants turn light into sugar using water and air", 9))
+    ok = score_ifeval(item, Generation(item_id=item.id, variant="adapter", text="plants turn light into sugar using water and air", n_tokens=9))
     assert ok.values["prompt_level_strict_acc"] == 1.0 and ok.values["inst_level_strict_acc"] == 1.0
-    half = score_ifeval(item, Generation(item.id, "adapter", "plants use light, water and air", 7))
+    half = score_ifeval(item, Generation(item_id=item.id, variant="adapter", text="plants use light, water and air", n_tokens=7))
     assert half.values["prompt_level_strict_acc"] == 0.0 and half.values["inst_level_strict_acc"] == 0.5
     assert half.detail["followed_strict"] == [True, False] and half.detail["n_instructions"] == 2
 
 
 def test_ifeval_loose_accepts_markdown_first_line():
     item = _item("ifeval", {"instruction_id_list": ["change_case:english_lowercase"], "kwargs": [{}], "prompt": "p"})
-    s = score_ifeval(item, Generation(item.id, "base", "**Poem**\nthe sea is wide and deep", 9))
+    s = score_ifeval(item, Generation(item_id=item.id, variant="base", text="**Poem**\nthe sea is wide and deep", n_tokens=9))
     assert s.values["prompt_level_strict_acc"] == 0.0 and s.values["prompt_level_loose_acc"] == 1.0
 
 
@@ -71,7 +71,7 @@ def test_ifeval_language_check_is_deterministic():
     item = _item("ifeval", {"instruction_id_list": ["language:response_language"], "kwargs": [{"language": "fr"}],
                             "prompt": "p"})
     text = "Le chat dort sur le canapé. Il fait beau aujourd'hui, mais un peu froid."
-    vals = {score_ifeval(item, Generation(item.id, "base", text, 5)).values["prompt_level_strict_acc"]
+    vals = {score_ifeval(item, Generation(item_id=item.id, variant="base", text=text, n_tokens=5)).values["prompt_level_strict_acc"]
             for _ in range(50)}
     assert vals == {1.0}
 

@@ -78,7 +78,9 @@ def read_mmlu_redux(folder: str | Path) -> BenchmarkRows:
     rows, n = [], 0
     excluded: Counter[str] = Counter()
     for f in files:
-        subject = _MMLU_FILE.fullmatch(f.name)["subject"]
+        match = _MMLU_FILE.fullmatch(f.name)
+        assert match is not None  # the files were listed by this pattern
+        subject = match["subject"]
         for index, (lineno, rec) in enumerate(csv_records(f, MMLU_COLUMNS)):
             n += 1
             row, err = mmlu_redux_row(rec, subject, index, f, lineno, f.name)
