@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 from ..errors import AuditInputError
 from ..inspect.tensors import VOCAB_MODULES
@@ -39,50 +40,68 @@ def gpu_present() -> bool:
     return bool(torch.cuda.is_available())
 
 
-def vllm_unsupported(cfg: AdapterConfig, tensors: list[AdapterTensor]) -> str | None:
-    """What in an adapter vLLM cannot serve (a phrase), or None. Reads only the config and tensor names."""
+class Unsupported(NamedTuple):
+    """One thing in an adapter vLLM cannot serve: a phrase naming it, and whether the hf backend audits it."""
+
+    what: str
+    hf_can: bool
+
+
+def vllm_unsupported_reasons(cfg: AdapterConfig, tensors: Sequence[AdapterTensor]) -> list[Unsupported]:
+    """Everything in an adapter vLLM cannot serve, in the order a reader checks it (empty: vLLM serves it).
+    Reads only the config and tensor names."""
     names = [t.name for t in tensors]
     full = [n for n in names if n.endswith(".weight") and ".lora_" not in n]
+    out: list[Unsupported] = []
     if cfg.trainable_token_indices or any("trainable_tokens_delta" in n for n in names):
-        return ("trainable_token_indices (embedding rows of added or retrained tokens; vLLM has no LoRA with "
-                "an extra vocabulary)")
-    vocab_copies = sorted({module_of(n[:-len(".weight")]).rsplit(".", 1)[-1] for n in full} & set(VOCAB_MODULES))
+        out.append(Unsupported("trainable_token_indices (embedding rows of added or retrained tokens; vLLM has no "
+                               "LoRA with an extra vocabulary)", True))
+    copied = {module_of(n[:-len(".weight")]).rsplit(".", 1)[-1] for n in full}
+    vocab_copies = sorted(copied & set(VOCAB_MODULES))
     if vocab_copies:
-        return (f"modules_to_save copies of {', '.join(vocab_copies)} (the embeddings of an adapter trained with "
-                "added tokens or a resized vocabulary; vLLM has no LoRA with an extra vocabulary)")
-    if cfg.modules_to_save or full:
-        what = cfg.modules_to_save or sorted({n.rsplit(".", 2)[-2] for n in full})
-        return f"modules_to_save (full copies of {', '.join(map(str, what))})"
+        out.append(Unsupported(f"modules_to_save copies of {', '.join(vocab_copies)} (the embeddings of an adapter "
+                               "trained with added tokens or a resized vocabulary; vLLM has no LoRA with an extra "
+                               "vocabulary)", True))
+    others = [m for m in cfg.modules_to_save if m not in VOCAB_MODULES] if cfg.modules_to_save else \
+        sorted({n.rsplit(".", 2)[-2] for n in full} - set(VOCAB_MODULES))
+    if others or (not vocab_copies and (cfg.modules_to_save or full)):
+        what = others or cfg.modules_to_save or sorted({n.rsplit(".", 2)[-2] for n in full})
+        out.append(Unsupported(f"modules_to_save (full copies of {', '.join(map(str, what))})", False))
     if cfg.use_dora or any("lora_magnitude_vector" in n for n in names):
-        return "DoRA (lora_magnitude_vector tensors / use_dora)"
+        out.append(Unsupported("DoRA (lora_magnitude_vector tensors / use_dora)", True))
     targets = cfg.target_list
     adapted = {n: n.split(".lora_")[0].rsplit(".", 1)[-1] for n in names if ".lora_" in n}  # tensor → module
     vocab = sorted({m for n, m in adapted.items() if "lora_embedding_" in n or m in VOCAB_MODULES}
                    | {t for t in targets if t in VOCAB_MODULES})
     if vocab:
-        return f"LoRA on embeddings or the output head ({', '.join(vocab)})"
+        out.append(Unsupported(f"LoRA on embeddings or the output head ({', '.join(vocab)})", vocab == ["lm_head"]))
     if cfg.bias not in (None, "none") or cfg.lora_bias or any(n.endswith(".bias") for n in names):
-        return f"bias terms (bias={cfg.bias!r}, lora_bias={cfg.lora_bias})"
-    return None
+        out.append(Unsupported(f"bias terms (bias={cfg.bias!r}, lora_bias={cfg.lora_bias})", False))
+    return out
 
 
-def check_vllm_servable(weights: Path, cfg: AdapterConfig, tensors: list[AdapterTensor]) -> None:
+def vllm_unsupported(cfg: AdapterConfig, tensors: Sequence[AdapterTensor]) -> str | None:
+    """What in an adapter vLLM cannot serve, every reason in one phrase (``A and B``), or None."""
+    reasons = vllm_unsupported_reasons(cfg, tensors)
+    return " and ".join(r.what for r in reasons) or None
+
+
+def check_vllm_servable(weights: Path, cfg: AdapterConfig, tensors: Sequence[AdapterTensor]) -> None:
     """Refuse, before any model is loaded, an adapter vLLM cannot serve.
 
     Raises:
-        AuditInputError: one line naming what vLLM refuses, pointing to ``--backend hf``
-            where that backend can audit it (DoRA, LoRA on ``lm_head``, the embedding rows of
+        AuditInputError: one line naming everything vLLM refuses in it, pointing to ``--backend hf``
+            where that backend can audit all of it (DoRA, LoRA on ``lm_head``, the embedding rows of
             added tokens: ``modules_to_save`` copies of ``embed_tokens``/``lm_head``,
             ``trainable_token_indices``).
     """
-    what = vllm_unsupported(cfg, tensors)
-    if what:
+    reasons = vllm_unsupported_reasons(cfg, tensors)
+    if reasons:
         # the hf backend audits DoRA, LoRA on lm_head and saved embedding rows (added tokens); other full
         # module copies, biases and embedding LoRA are refused by inspection on every backend (auditor.inspect)
-        hf_can = what.startswith(("DoRA", "trainable_token_indices", "modules_to_save copies")) \
-            or what.endswith("(lm_head)")
+        what = " and ".join(r.what for r in reasons)
         raise AuditInputError(weights, f"vLLM cannot serve an adapter with {what}; " + (
-            "run the audit with --backend hf (transformers + peft) instead" if hf_can
+            "run the audit with --backend hf (transformers + peft) instead" if all(r.hf_can for r in reasons)
             else "no backend of this version audits it yet"))
 
 

@@ -19,7 +19,7 @@ from auditor.backends import vllm_engine
 from auditor.util.hashing import adapter_digest
 from auditor.errors import AuditInputError
 from auditor.backends.vllm_engine import BackendSelfCheckError, VLLMBackend
-from auditor.backends.vllm_compat import check_vllm_servable, lora_identity, parse_engine_args, vllm_importable, vllm_lora_rank, vllm_unsupported
+from auditor.backends.vllm_compat import check_vllm_servable, lora_identity, parse_engine_args, vllm_importable, vllm_lora_rank, vllm_unsupported, vllm_unsupported_reasons
 from auditor.backends import choose_backend
 from auditor.inspect.adapter import inspect_adapter, preflight_adapter
 from auditor.records import Item
@@ -104,6 +104,18 @@ def test_what_vllm_cannot_serve_is_named(kind, tmp_path):
     _, weights, cfg, tensors = preflight_adapter(MATH)
     assert vllm_unsupported(cfg, tensors) is None
     check_vllm_servable(weights, cfg, tensors)
+
+
+def test_every_reason_vllm_cannot_serve_is_named_not_the_first(tmp_path):
+    make = _with({"base_model.model.model.layers.0.self_attn.q_proj.lora_magnitude_vector": [1.0] * 576,
+                  "base_model.model.model.layers.0.self_attn.q_proj.bias": [0.1] * 576}, {"bias": "all"})
+    _, weights, cfg, tensors = preflight_adapter(make(tmp_path / "dora_bias"))
+    assert [r.what.split(" (")[0] for r in vllm_unsupported_reasons(cfg, tensors)] == ["DoRA", "bias terms"]
+    with pytest.raises(AuditInputError) as e:
+        check_vllm_servable(weights, cfg, tensors)
+    # DoRA alone would point to --backend hf; with the bias terms no backend audits it
+    assert "DoRA" in e.value.one_line() and "bias terms" in e.value.one_line()
+    assert "no backend of this version audits it yet" in e.value.one_line()
 
 
 @needs_vllm
