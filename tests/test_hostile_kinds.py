@@ -295,9 +295,9 @@ def test_bin_adapter_with_the_opt_in_reaches_the_backend(cli, tmp_path, monkeypa
         def create(cls, *args, **kwargs):
             raise AuditInputError("test", "stopped where the model would be loaded")
 
-    monkeypatch.setitem(BACKENDS, "hf", Stop)
     a = _bin_adapter(tmp_path / "a")
-    proc = cli(a, "--allow-bin", "--backend", "hf", "--capability", "math", "--limit", "1", "--out", tmp_path / "o")
+    with BACKENDS.override("hf", Stop):
+        proc = cli(a, "--allow-bin", "--backend", "hf", "--capability", "math", "--limit", "1", "--out", tmp_path / "o")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "error: test: stopped where the model would be loaded" in proc.stderr
     flat = " ".join(proc.stderr.split())

@@ -207,7 +207,7 @@ class HFBackend(CachedBackend):
         for variant in self.vocab_resize:
             self._own_tokenizer(variant, self.adapters[variant][0])
         self.torch = torch
-        self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+        self.device: str = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
         #: variant → its weights hold DoRA magnitudes (loaded as DoRA whatever use_dora says)
         self.dora = {v: _holds_dora(p) for v, (p, _) in self.adapters.items()}
         #: put rows of several variants in one generate call (peft mixed-adapter batches; not with

@@ -58,11 +58,13 @@ def test_override_swaps_an_entry_for_a_with_block_only():
 
 
 def test_the_three_registries_are_frozen_and_typed_by_kind():
+    from auditor.backends import BACKENDS, HFBackend
     from auditor.scorers import SCORERS
     from auditor.suite.benchmarks import BENCHMARKS
 
-    assert (SCORERS.kind, BENCHMARKS.kind) == ("scorer", "benchmark")
-    assert SCORERS.frozen and BENCHMARKS.frozen
+    assert (SCORERS.kind, BENCHMARKS.kind, BACKENDS.kind) == ("scorer", "benchmark", "backend")
+    assert SCORERS.frozen and BENCHMARKS.frozen and BACKENDS.frozen
+    assert list(BACKENDS) == ["hf", "vllm", "openai"] and BACKENDS["hf"] is HFBackend  # the --backend choices' order
     assert BENCHMARKS.names() == ["gsm8k", "ifeval", "mmlu_redux", "xstest"]
     with pytest.raises(ValueError, match="scorer registry is frozen: 'refusal' registered after its package"):
         SCORERS.register("refusal", SCORERS["refusal"])
