@@ -8,7 +8,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import __version__
 from .backends import Backend
 from .options import AuditOptions
 from .policy import Policy
@@ -18,6 +17,7 @@ from .results import (RESULTS_SCHEMA_VERSION, AdapterRecord, Answer, AuditResult
                       ItemRecord, PolicyRecord, RunRecord, StatisticsRecord, SuiteRecord)
 from .records.plain import to_plain
 from .util.hashing import canonical_sha256
+from .util.version import __version__
 from .util.versions import package_versions
 
 @dataclass
