@@ -45,7 +45,7 @@ def at(lineno: int | str) -> str:
     return f"line {lineno}" if isinstance(lineno, int) else str(lineno)
 
 
-def _local_id(row: dict[str, Any]) -> str:
+def local_id(row: dict[str, Any]) -> str:
     """An item's id within its capability: the record's ``id``, else its ``key`` (IFEval)."""
     return str(row.get("id", row.get("key")))
 
@@ -61,7 +61,7 @@ def check_unique_ids(src: Path | str, rows: list[tuple[int | str, Any]]) -> None
     for pos, row in rows:
         if not isinstance(row, dict):
             continue  # reported where the row is used
-        local = _local_id(row)
+        local = local_id(row)
         if local in seen:
             raise AuditInputError(src, f"{at(pos)}: item id {local!r} repeats {at(seen[local])}")
         seen[local] = pos
@@ -88,7 +88,7 @@ def item_from_row(cap: CapabilitySpec, row: Any, src: Path | str, lineno: int | 
             and len(choices) <= len(LETTERS):
         fields["options"] = format_options(choices)
     try:
-        local_id = _local_id(row)
+        local = local_id(row)
         content = template.format(**fields)
     except KeyError as e:
         raise AuditInputError(src, f"{at(lineno)}: field {e} needed by the prompt template is missing") from None
@@ -112,7 +112,7 @@ def item_from_row(cap: CapabilitySpec, row: Any, src: Path | str, lineno: int | 
     except ValueError as e:
         raise AuditInputError(src, f"{at(lineno)}: {e}") from None
     return Item(
-        id=f"{cap.name}/{local_id}",
+        id=f"{cap.name}/{local}",
         capability=cap.name,
         group=cap.group,
         messages=(*({"role": m["role"], "content": m["content"]} for m in history), {"role": "user", "content": content}),

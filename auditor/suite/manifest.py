@@ -94,7 +94,7 @@ def _load_yaml(path: Path) -> Any:
     return load_yaml_text(path, text, "a suite manifest")[1]
 
 
-def _capability_rows(cap: CapabilitySpec, manifest: Path, data_dir: str | Path | None
+def capability_rows(cap: CapabilitySpec, manifest: Path, data_dir: str | Path | None
                      ) -> tuple[Path | str, list[tuple[int | str, Any]], dict[str, Any]]:
     """The rows of one capability after sampling: (where, [(position, row)], source record).
 
@@ -239,7 +239,7 @@ def load_suite(name_or_path: str, limit: int | None = None, only: tuple[str, ...
     for cap in specs:
         if only and cap.name not in only:
             continue
-        src, rows, record = _capability_rows(cap, path, data_dir)
+        src, rows, record = capability_rows(cap, path, data_dir)
         if limit is not None and len(rows) > limit:
             rows = rows[:limit]
             record = {**record, "n_selected": len(rows), "limit": limit}

@@ -15,12 +15,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..analysis.stats import rng_for
 from ..errors import AuditInputError
 from ..records import Item, Suite
-from .items import check_unique_ids, item_from_row
-from .manifest import _capability_rows, manifest_specs
-from .sampling import _units
+from ..util.seeding import rng_for
+from .items import check_unique_ids, item_from_row, local_id
+from .manifest import capability_rows, manifest_specs
+from .sampling import sampling_units
 
 
 @dataclass
@@ -76,18 +76,18 @@ def load_pool(suite: Suite, capability: str, data_dir: str | Path | None = None,
     unit = sources[0].unit
     for src_spec in sources:
         pool_cap = replace(spec, source=src_spec)
-        src, src_rows, record = _capability_rows(pool_cap, manifest, data_dir)
+        src, src_rows, record = capability_rows(pool_cap, manifest, data_dir)
         check_unique_ids(src, src_rows)
         records.append(record)
         for pos, row in src_rows:
             if not isinstance(row, dict):
                 raise AuditInputError(src, f"{pos}: an item must be a JSON object")
-            local = str(row.get("id", row.get("key")))
+            local = local_id(row)
             if f"{capability}/{local}" in in_suite or local in seen:
                 continue
             seen.add(local)
             rows.append((src, pos, row))
-    groups = _units([r for _, _, r in rows], unit) if rows else []
+    groups = sampling_units([r for _, _, r in rows], unit) if rows else []
     order = rng_for(seed, f"pool/{capability}").permutation(len(groups)) if groups else []
     units = [[item_from_row(spec, rows[k][2], rows[k][0], rows[k][1]) for k in groups[u]] for u in order]
     return Pool(capability, units, sources=records)

@@ -101,6 +101,7 @@ def test_multiple_choice_at_chance_is_not_measurable(tmp_path):
 def test_one_sided_p_values_are_valid_under_the_null_for_clustered_data():
     """The sign-flip test used for clustered metrics rejects a null at about its level (and no more)."""
     from auditor.analysis import stats
+    from auditor.util.seeding import rng_for
 
     rng = np.random.default_rng(1)
     hits = 0
@@ -111,7 +112,7 @@ def test_one_sided_p_values_are_valid_under_the_null_for_clustered_data():
         b = (rng.random(n) < 0.5).astype(float)
         a = np.where(rng.random(n) < 0.3, 1 - b, b)  # symmetric flips: no effect
         d = stats.PairedData(b, a, np.ones(n), clusters)
-        p_dec, p_inc = stats.one_sided_p(d, 999, stats.rng_for(t, "x"))
+        p_dec, p_inc = stats.one_sided_p(d, 999, rng_for(t, "x"))
         hits += p_dec < 0.05
     assert hits / trials <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / trials)
 
