@@ -13,12 +13,13 @@ from auditor.analysis import StatsSettings, compare_metrics, drift_score
 from auditor.policy import load_policy
 from auditor.policy.rules import judge
 from auditor.records import AdapterInfo, Capability, Item, MetricSpec, Score, Suite
+from auditor.scorers import SCORERS
 from auditor.suite import preset_metric_units
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-UNITS = preset_metric_units()
+UNITS = preset_metric_units(SCORERS)
 
 
 def _policy(tmp_path, body: str = ""):
