@@ -12,11 +12,11 @@ before any model loads) → :mod:`auditor.suite` (manifests, items, benchmarks, 
 :mod:`auditor.results` are the typed records between them; :mod:`auditor.cli` is the command line,
 :mod:`auditor.ci` the GitHub Action's steps, :mod:`auditor.util` leaf utilities.
 
-Importing this package imports nothing else (the GitHub Action reads it before installing anything);
-the API is loaded on first use.
+Importing this package imports nothing but its version constant (:mod:`auditor.util.version`, a leaf:
+the GitHub Action reads it before installing anything); the API is loaded on first use.
 """
 
-__version__ = "0.1.0"
+from .util.version import __version__
 
 __all__ = ["audit", "audit_many", "AuditInputError", "AuditOptions", "AuditResult", "__version__"]
 

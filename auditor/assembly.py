@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import __version__
 from .backends import Backend
 from .options import AuditOptions
 from .policy import Policy
@@ -19,6 +18,7 @@ from .results import (RESULTS_SCHEMA_VERSION, AdapterRecord, Answer, AuditResult
                       ItemRecord, PolicyRecord, RunRecord, StatisticsRecord, SuiteRecord)
 from .records.plain import to_plain
 from .util.hashing import canonical_sha256
+from .util.version import __version__
 from .util.versions import package_versions
 
 @dataclass(frozen=True, kw_only=True)

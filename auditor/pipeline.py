@@ -31,7 +31,7 @@ from .policy import judge, load_policy
 from .records import (AdapterInfo, BaseModel, Budget, DriftResult, Generation, Item, MetricComparison, PromptTemplate,
                       Round, RuleOutcome, Score, Suite, Variant, Verdict)
 from .results import AuditResult
-from .scorers import score_all
+from .scorers import SCORERS, score_all
 from .suite import load_suite, plan_requests, preset_metric_units
 from .suite.pools import Pool, load_pool
 from .util.files import cache_dir
@@ -97,8 +97,8 @@ def run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print) 
         backend_name, backend_reason = fall_back_for(opts.backend, backend_name, backend_reason, pre.config, pre.tensors)
         BACKENDS[backend_name].check_adapter(pre.weights, pre.config, pre.tensors)
         checked.append(pre)
-    suite = load_suite(opts.suite, limit=opts.limit, only=opts.capabilities, data_dir=opts.data_dir)
-    units = {**preset_metric_units(), **suite.metric_units}
+    suite = load_suite(opts.suite, limit=opts.limit, only=opts.capabilities, data_dir=opts.data_dir, scorers=SCORERS)
+    units = {**preset_metric_units(SCORERS), **suite.metric_units}
     policy = load_policy(opts.policy, sorted(units), units)
     if any(c.scorer == "ifeval" for c in suite.capabilities):
         from .scorers.ifeval_checkers import PunktDataError, ensure_punkt

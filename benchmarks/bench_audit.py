@@ -60,6 +60,7 @@ sys.path.insert(0, str(ROOT))
 from auditor.util.files import cache_dir  # noqa: E402
 from auditor.backends.hf import HFBackend  # noqa: E402
 from auditor.inspect.base_model import resolve_base  # noqa: E402
+from auditor.scorers import SCORERS
 from auditor.suite.manifest import load_suite  # noqa: E402
 from auditor.suite.plan import plan_requests  # noqa: E402
 from auditor.suite.benchmarks import local_benchmark_file  # noqa: E402
@@ -316,7 +317,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="bench-audit-"))
     base = resolve_base(None)
     suite_path = args.suite or suite_manifest(work, args.n)
-    suite = load_suite(str(suite_path), data_dir=str(args.data_dir))
+    suite = load_suite(str(suite_path), data_dir=str(args.data_dir), scorers=SCORERS)
     runs = iter(range(10**6))
 
     def audit(adapters: list[Path], no_cache: bool = False) -> tuple[float, list[dict]]:

@@ -63,19 +63,21 @@ ITEMS_VERSION = 2
 def truth_suite(n_items: int, capabilities: list[str] | None = None):
     """The truth items: per capability the last ``n_items`` (whole units) of its pool's draw order,
     or every row of its :data:`TRUTH_POOLS` file."""
+    from auditor.scorers import SCORERS
     from auditor.suite import load_suite
     from auditor.suite.items import item_from_row
     from auditor.suite.manifest import manifest_specs
     from auditor.suite.pools import load_pool
 
-    smoke = load_suite("smoke")
+    smoke = load_suite("smoke", scorers=SCORERS)
     specs = {c.name: c for c in manifest_specs(Path(smoke.path))}
     items = []
     caps = [c for c in smoke.capabilities if capabilities is None or c.name in capabilities]
     for cap in caps:
         if cap.name in TRUTH_POOLS:
             src = TRUTH_POOLS[cap.name]
-            items += [item_from_row(specs[cap.name], json.loads(line), src, k + 1)
+            items += [item_from_row(specs[cap.name], json.loads(line), src, k + 1,
+                                    build_target=SCORERS[cap.scorer].build_target)
                       for k, line in enumerate(src.read_text(encoding="utf-8").splitlines())]
             continue
         pool = load_pool(smoke, cap.name)
@@ -277,9 +279,10 @@ def run_gate(policies: list[str], only: list[str], group: int, budget: str) -> N
 def _policy(policy_path: Path | None = None):
     """The validated policy (``None``: the default), loaded once per process."""
     from auditor.policy import load_policy
+    from auditor.scorers import SCORERS
     from auditor.suite import preset_metric_units
 
-    units = preset_metric_units()
+    units = preset_metric_units(SCORERS)
     return load_policy(policy_path, sorted(units), units)
 
 

@@ -32,6 +32,7 @@ from auditor.pipeline import round_sizes  # noqa: E402
 from auditor.policy import load_policy  # noqa: E402
 from auditor.policy.rules import judge  # noqa: E402
 from auditor.records import AdapterInfo, Capability, Item, Score  # noqa: E402
+from auditor.scorers import SCORERS
 from auditor.suite import load_suite, preset_metric_units  # noqa: E402
 
 #: base rates (fractions) per metric on the embedded base (smoke suite, measured; rounded)
@@ -121,8 +122,8 @@ def simulate(policy_path: str | None, n_audits: int, flip: float, harm: dict[str
     empty for a null adapter) under the policy, with the adaptive budget (``budget_share`` × the
     suite's items). Returns one :class:`SimResult` per audit."""
     harm = harm or {}
-    suite = load_suite("smoke")
-    units = {**preset_metric_units(), **suite.metric_units}
+    suite = load_suite("smoke", scorers=SCORERS)
+    units = {**preset_metric_units(SCORERS), **suite.metric_units}
     policy = load_policy(policy_path, sorted(units), units)
     if n_resamples is not None:
         statistics["n_resamples"] = n_resamples

@@ -25,6 +25,7 @@ from auditor.backends.hf import HFBackend
 from auditor.scorers.ifeval_checkers import ensure_punkt
 from auditor.inspect.base_model import resolve_base
 from auditor.records import Capability, Suite
+from auditor.scorers import SCORERS
 from auditor.suite.items import item_from_row
 from auditor.suite.specs import CapabilitySpec, SourceSpec
 from auditor.suite.plan import plan_requests
@@ -51,9 +52,11 @@ def main() -> int:
                          args.max_new_tokens)
     rows = read_ifeval(args.data_file).rows  # the loader audits use (checks every record)
     rows = rows[: args.limit] if args.limit else rows
-    items = tuple(item_from_row(cap, r, args.data_file, k + 1) for k, r in enumerate(rows))
+    items = tuple(item_from_row(cap, r, args.data_file, k + 1, build_target=SCORERS["ifeval"].build_target)
+                  for k, r in enumerate(rows))
     suite = Suite(name="ifeval-full", version=1, path=str(args.data_file),
-                  capabilities=(Capability(name="ifeval", group="HOW", scorer="ifeval", metrics=metrics_of("ifeval")),), items=items)
+                  capabilities=(Capability(name="ifeval", group="HOW", scorer="ifeval", metrics=metrics_of("ifeval")),),
+                  items=items)
     base = resolve_base(None)
     done: dict[str, dict] = {}
     if args.save.is_file():

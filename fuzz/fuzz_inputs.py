@@ -339,6 +339,7 @@ def main() -> int:
 
     from auditor.inspect.adapter import inspect_adapter, preflight_adapter
     from auditor.policy.loading import load_policy
+    from auditor.scorers import SCORERS
     from auditor.suite.manifest import preset_metric_units
 
     rng = random.Random(args.seed)
@@ -347,7 +348,7 @@ def main() -> int:
     base = work / "tiny-base"
     base.mkdir()
     (base / "config.json").write_text(json.dumps(TINY_BASE))
-    units = preset_metric_units()
+    units = preset_metric_units(SCORERS)
     names = sorted(units)
     seeds = seed_policies()
     adapter = work / "adapter"

@@ -130,9 +130,10 @@ def test_third_party_adapter_audits_with_base_mismatch_warning(tmp_path):
     assert any("SmolLM-135M-Instruct" in w for w in r["verdict"]["warnings"])
     assert [x["outcome"] for x in r["verdict"]["rules"] if x["rule"] == "declared base matches"] == ["warn"]
     assert "declares base" in (out / "report.html").read_text()
+    from auditor.scorers import SCORERS
     from auditor.suite.manifest import load_suite
 
-    smoke = {c.name for c in load_suite("smoke", limit=1).capabilities}
+    smoke = {c.name for c in load_suite("smoke", limit=1, scorers=SCORERS).capabilities}
     assert {i["id"].split("/")[0] for i in r["items"]} == smoke == {c["capability"] for c in r["comparisons"]}
 
 

@@ -510,9 +510,10 @@ def test_fuzz_policy_loader_reaches_only_the_clean_error(tmp_path_factory, doc, 
     import yaml
 
     from auditor.policy.loading import load_policy
+    from auditor.scorers import SCORERS
     from auditor.suite.manifest import preset_metric_units
 
-    units = preset_metric_units()
+    units = preset_metric_units(SCORERS)
     p = tmp_path_factory.mktemp("fz") / "policy.yaml"
     text = yaml.safe_dump({"version": version, **doc}, allow_unicode=True) if junk is None else junk
     p.write_text(text, encoding="utf-8", errors="surrogatepass")

@@ -90,13 +90,14 @@ def _judged_rules(info, policy_text=None, tmp_path=None):
     from auditor.analysis.drift import drift_score
     from auditor.policy.rules import judge
     from auditor.policy.loading import load_policy
+    from auditor.scorers import SCORERS
     from auditor.suite.manifest import load_suite
 
     path = None
     if policy_text is not None:
         path = tmp_path / "p.yaml"
         path.write_text(policy_text)
-    policy = load_policy(path, list(load_suite("smoke").all_metrics))
+    policy = load_policy(path, list(load_suite("smoke", scorers=SCORERS).all_metrics))
     v = judge(policy, [], drift_score([], None, "none", None, [], 15), info)
     return {r.outcome for r in v.rules if r.rule == "declared base matches"}, v
 
@@ -295,9 +296,9 @@ def test_bin_adapter_with_the_opt_in_reaches_the_backend(cli, tmp_path, monkeypa
         def create(cls, *args, **kwargs):
             raise AuditInputError("test", "stopped where the model would be loaded")
 
-    monkeypatch.setitem(BACKENDS, "hf", Stop)
     a = _bin_adapter(tmp_path / "a")
-    proc = cli(a, "--allow-bin", "--backend", "hf", "--capability", "math", "--limit", "1", "--out", tmp_path / "o")
+    with BACKENDS.override("hf", Stop):
+        proc = cli(a, "--allow-bin", "--backend", "hf", "--capability", "math", "--limit", "1", "--out", tmp_path / "o")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "error: test: stopped where the model would be loaded" in proc.stderr
     flat = " ".join(proc.stderr.split())

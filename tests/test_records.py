@@ -10,6 +10,7 @@ last test shows a record refusing an edit at run time.
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import importlib
 import inspect
@@ -36,7 +37,9 @@ def _records() -> list[type]:
 
 def _mutable_parts(tp: object) -> list[object]:
     """The mutable container types anywhere in a field's annotation (``list[...]``, ``dict | None``, ...)."""
-    found = []
+    found: list[object] = []
+    if typing.get_origin(tp) is collections.abc.Callable:  # a function's own argument types are not the record's
+        return found
     if tp in MUTABLE or typing.get_origin(tp) in MUTABLE:
         found.append(tp)
     for arg in typing.get_args(tp):

@@ -12,6 +12,7 @@ import pytest
 
 from auditor.inspect import inspect_adapter
 from auditor.inspect.weight_space import CACHE_FOLDER, cached_weight_space
+from auditor.scorers import SCORERS
 from auditor.suite import load_suite, preset_metric_units
 from auditor.util.hashing import folder_digest
 from conftest import ROOT
@@ -36,7 +37,7 @@ def test_every_zoo_adapter_loads_with_its_intended_effect_in_suite_metrics(a, ba
     info = inspect_adapter(a.path, base_model.path, base_model.name)
     assert info.max_rank == 8 and not info.no_effect and info.nominal_label == a.label
     assert (a.path / "adapter_model.safetensors").stat().st_size < 5 * 2**20
-    known = set(preset_metric_units())
+    known = set(preset_metric_units(SCORERS))
     assert set(a.intended) <= known, set(a.intended) - known
 
 
@@ -75,7 +76,7 @@ def test_the_weight_space_pre_screen_is_cached_by_content(base_model, monkeypatc
 
 def test_truth_table_names_only_metrics_the_suites_have():
     table = json.loads((ROOT / "benchmarks" / "zoo_truth.json").read_text())
-    smoke = set(load_suite("smoke").all_metrics)
+    smoke = set(load_suite("smoke", scorers=SCORERS).all_metrics)
     names = ({a.name for a in ADAPTERS} | {f"{a.name}-x{s:g}" for a in ADAPTERS for s in a.strengths if s != 1.0}
              | {"medical-flashcards-ckpt500"})
     assert table["adapters"], "the ground-truth table is empty"

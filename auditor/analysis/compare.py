@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..records import Item, MetricComparison, Score, Suite
+from ..util.seeding import rng_for
 from . import stats
 
 
@@ -93,7 +94,7 @@ def compare_metrics(suite: Suite, scores: list[Score], settings: StatsSettings |
             raise ValueError(f"capability {cap.name}: base and adapter scores are not paired")
         items = [item_of[s.item_id] for s in base]
         clusters = _clusters(items)
-        rng = stats.rng_for(st.seed, cap.name)
+        rng = rng_for(st.seed, cap.name)
         # one resample of the capability's clusters, shared by all its metrics (joint replicates)
         counts = stats.resample_counts(int(clusters.max()) + 1, st.n_resamples, rng)
         for m in cap.metrics:
@@ -117,7 +118,7 @@ def compare_metrics(suite: Suite, scores: list[Score], settings: StatsSettings |
                     test, p = "wilcoxon", stats.wilcoxon_p(d)
             # one-sided tests of "no movement" (the evidence mode's harm test), on a stream of their own
             # so that adding them changed no interval or two-sided p-value
-            p_dec, p_inc = stats.one_sided_p(d, st.n_resamples, stats.rng_for(st.seed, f"{cap.name}.{m.name}/one-sided"),
+            p_dec, p_inc = stats.one_sided_p(d, st.n_resamples, rng_for(st.seed, f"{cap.name}.{m.name}/one-sided"),
                                              m.aggregate)
             floor = stats.chance_level(np.array([len(it.target.get("choices") or [0] * 4) for it in items])) \
                 if m.chance_floor else 0.0

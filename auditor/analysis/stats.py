@@ -26,7 +26,6 @@ points).
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -72,12 +71,6 @@ class PairedData:
         m = self.mask
         vals = np.concatenate([self.base[m], self.adapter[m]])
         return self.groups is None and bool(np.all((vals == 0) | (vals == 1))) and bool(np.all(self.weights == 1))
-
-
-def rng_for(seed: int, name: str) -> np.random.Generator:
-    """A generator seeded by (seed, name): every capability gets its own,
-    reproducible stream, independent of the order capabilities are analysed in."""
-    return np.random.default_rng(np.random.SeedSequence([seed, zlib.crc32(name.encode("utf-8"))]))
 
 
 def resample_counts(n_clusters: int, n_resamples: int, rng: np.random.Generator) -> np.ndarray:

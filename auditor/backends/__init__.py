@@ -7,15 +7,16 @@
 * :mod:`.openai_server`: an OpenAI-compatible server.
 
 :data:`BACKENDS` is the registry (``--backend NAME``); :func:`choose_backend` is the one place the
-backend of a run is chosen. A new backend is one module with a :class:`CachedBackend` subclass and
-one entry here.
+backend of a run is chosen. A new backend is one module with a :class:`CachedBackend` subclass
+(:class:`~.base.BackendClass`, whose ``create`` makes a :class:`~.base.Backend`) and one entry here.
 """
 
 from __future__ import annotations
 
 from ..errors import AuditInputError
 from ..records import AdapterConfig, AdapterTensor
-from .base import Backend, CachedBackend, GenerationStats
+from ..util.registry import Registry
+from .base import Backend, BackendClass, CachedBackend, GenerationStats
 from .cache import GenerationCache
 from .hf import HFBackend
 from .openai_server import OpenAIBackend
@@ -23,8 +24,11 @@ from . import vllm_compat
 from .vllm_compat import vllm_unsupported
 from .vllm_engine import VLLMBackend
 
-#: ``--backend`` name → backend class
-BACKENDS: dict[str, type[CachedBackend]] = {"hf": HFBackend, "vllm": VLLMBackend, "openai": OpenAIBackend}
+#: ``--backend`` name → backend class, in the order of the ``--backend`` choices
+BACKENDS: Registry[BackendClass] = Registry("backend")
+for _cls in (HFBackend, VLLMBackend, OpenAIBackend):
+    BACKENDS.register(_cls.name, _cls)
+BACKENDS.freeze()
 
 
 def choose_backend(requested: str) -> tuple[str, str]:
@@ -57,5 +61,5 @@ def fall_back_for(requested: str, name: str, reason: str, cfg: AdapterConfig,
     return name, reason
 
 
-__all__ = ["BACKENDS", "Backend", "CachedBackend", "GenerationCache", "GenerationStats", "HFBackend",
+__all__ = ["BACKENDS", "Backend", "BackendClass", "CachedBackend", "GenerationCache", "GenerationStats", "HFBackend",
            "OpenAIBackend", "VLLMBackend", "choose_backend", "fall_back_for"]

@@ -1,8 +1,10 @@
 """What every backend shares, and the interface the pipeline talks to.
 
-:class:`Backend` is the protocol: render an item with the base's chat template, generate a list of
-requests (reading and writing the generation cache), report the settings that key the cache and
-what results.json records of the run. :class:`CachedBackend` implements what all three backends
+:class:`Backend` is the protocol of the run's backend: render an item with the base's chat template,
+generate a list of requests (reading and writing the generation cache), report the settings that key
+the cache and what results.json records of the run; :class:`BackendClass` is the protocol of what
+:data:`auditor.backends.BACKENDS` holds, the class whose hooks run before any model loads and whose
+``create`` makes the :class:`Backend`. :class:`CachedBackend` implements what all three backends
 share (tokenizer and each variant's chat template, so every backend sees the same rendered prompt; the cache
 lookup and write; the stats) and the class-level hooks the pipeline calls before any model loads
 (:meth:`CachedBackend.check_options`, :meth:`CachedBackend.check_adapter`,
@@ -44,16 +46,19 @@ class GenerationStats:
 
 
 class Backend(Protocol):
-    """A generation backend (registered in :data:`auditor.backends.BACKENDS`).
+    """A generation backend: what the pipeline, the analysis (``--noise-floor``) and the results'
+    assembly use of the backend of a run (made by :meth:`BackendClass.create`).
 
     Attributes:
         name: ``hf``, ``vllm``, ``openai`` (results.json's ``run.backend``; ``run.<name>`` holds
             :meth:`run_info`).
         stats: timings and token counts of the run.
         cache: the generation cache it reads and writes.
-        batch_size: items per call, or ``"auto"``.
+        batch_size: items per call, or ``"auto"`` (the noise floor replays with another one).
         show_progress: rich progress bars on stderr.
         templates: variant → the chat template its prompts are rendered with (:meth:`set_templates`).
+        setup_warnings: lines the engine's setup wants the user to see (the pipeline logs them and
+            records them as warnings of every adapter).
     """
 
     name: str
@@ -62,6 +67,12 @@ class Backend(Protocol):
     batch_size: int | str
     show_progress: bool
     templates: dict[str, PromptTemplate]
+    setup_warnings: list[str]
+
+    @property
+    def device(self) -> str | None:
+        """The torch device it generates on (hf: ``cpu``, ``cuda``, ``cuda:1``); None where the backend
+        does not run torch itself (vllm's engine, an openai server)."""
 
     @property
     def model_loaded(self) -> bool:
@@ -71,7 +82,11 @@ class Backend(Protocol):
         """The exact prompt string the model sees for one variant (its chat template applied)."""
 
     def set_templates(self, templates: dict[str, PromptTemplate]) -> None:
-        """The chat template of each variant (:func:`auditor.inspect.chat_template.choose_templates`)."""
+        """The chat template of each variant (:func:`auditor.inspect.chat_template.choose_templates`).
+
+        Raises:
+            AuditInputError: an adapter's own tokenizer cannot be loaded (naming its folder).
+        """
 
     def settings(self) -> dict:
         """Generation settings and backend versions: part of every cache key."""
@@ -89,12 +104,49 @@ def adapter_folders(variants: Sequence[Variant]) -> dict[str, tuple[Path, str]]:
     return {v.name: (v.folder, v.digest) for v in variants}
 
 
+class BackendClass(Protocol):
+    """A backend class as registered in :data:`auditor.backends.BACKENDS`: the hooks the pipeline calls
+    before any model loads, and the factory of the run's :class:`Backend` (classmethods of a
+    :class:`CachedBackend` subclass).
+
+    Attributes:
+        name: the ``--backend`` name.
+    """
+
+    name: str
+
+    def check_options(self, opts: AuditOptions, n_adapters: int) -> None:
+        """Refuse options this backend cannot run with, before any adapter is read.
+
+        Raises:
+            AuditInputError: naming the option.
+        """
+
+    def check_adapter(self, weights: Path, cfg: AdapterConfig, tensors: list[AdapterTensor]) -> None:
+        """Refuse, from its config and tensor names, an adapter this backend cannot serve.
+
+        Raises:
+            AuditInputError: naming the weights file and what is not served.
+        """
+
+    def create(self, opts: AuditOptions, base: BaseModel, variants: Sequence[Variant], cache: GenerationCache,
+               base_digest: str) -> Backend:
+        """The backend for one run of ``variants`` (each adapter under its variant name, with what inspection
+        found of it), reading and writing ``cache``.
+
+        Raises:
+            AuditInputError: a setting or a file of the run the backend cannot use.
+        """
+
+
 class CachedBackend:
     """What every backend shares: the base's tokenizer and chat template (so every
     backend sees the same rendered prompt), the generation cache lookup and write,
     and the stats. Subclasses load their engine lazily (``model``) and generate."""
 
     name = "?"
+    #: the torch device it generates on (set by the hf backend; None for the others)
+    device: str | None = None
 
     def __init__(self, base_path: Path, adapters: dict[str, tuple[Path, str]] | None, dtype: str,
                  cache: GenerationCache | None, base_digest: str, batch_size: int | str = 0):
@@ -147,6 +199,12 @@ class CachedBackend:
 
     def settings(self) -> dict:
         """Generation settings and backend versions: part of every cache key."""
+        raise NotImplementedError
+
+    def generate(self, requests: list[Request], split_small: bool = False,
+                 use_cache: bool = True) -> list[Generation]:
+        """One Generation per request, in order (cache hits are not generated again; :meth:`_lookup`,
+        :meth:`_record`)."""
         raise NotImplementedError
 
     def render(self, item: Item, variant: str = "base") -> str:

@@ -53,8 +53,8 @@ AUDIT_OPTIONS = (
 
 
 def auditor_version() -> str:
-    """``__version__`` of the auditor in this folder, read without importing the package."""
-    tree = ast.parse((PACKAGE_ROOT / "__init__.py").read_text(encoding="utf-8"))
+    """``__version__`` of the auditor in this folder (:mod:`auditor.util.version`), read without importing it."""
+    tree = ast.parse((PACKAGE_ROOT / "util" / "version.py").read_text(encoding="utf-8"))
     return _module_constant(tree, "__version__")
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -120,12 +120,20 @@ class MetricSpec:
 
 @dataclass(frozen=True, kw_only=True)
 class Capability:
-    """One capability of a suite and the metrics its scorer reports."""
+    """One capability of a suite and the metrics its scorer reports.
+
+    Attributes:
+        build_target: the scorer's check of an item row's gold data (``build_target(row) -> target``),
+            kept for the rows its pool adds later (:func:`auditor.suite.pools.load_pool`); not written
+            to results, not compared.
+    """
 
     name: str
     group: str
     scorer: str
     metrics: tuple[MetricSpec, ...]
+    build_target: Callable[[dict], dict] | None = field(default=None, compare=False, repr=False,
+                                                        metadata={"plain": False})
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -21,6 +21,7 @@ from .base import SCORERS, Scorer, register
 for _mod in pkgutil.iter_modules(__path__):
     if _mod.name not in ("base", "ifeval_checkers"):
         importlib.import_module(f"{__name__}.{_mod.name}")
+SCORERS.freeze()
 
 
 def metrics_of(scorer: str) -> tuple[MetricSpec, ...]:

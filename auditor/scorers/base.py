@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..records import Generation, Item, MetricSpec, Score
+from ..util.registry import Registry
 
 ScoreFn = Callable[[Item, Generation], Score]
 #: ``build_target(row) -> target``: one item row (a JSON object from the suite's item file) → ``Item.target``;
@@ -45,13 +46,15 @@ class Scorer:
     explain: Callable[[dict], str] | None = None
 
 
-#: scorer name → scorer, filled by the scorer modules (:func:`register`)
-SCORERS: dict[str, Scorer] = {}
+#: scorer name → scorer, filled by the scorer modules (:func:`register`), frozen once
+#: :mod:`auditor.scorers` has imported them all
+SCORERS: Registry[Scorer] = Registry("scorer")
 
 
 def register(scorer: Scorer) -> Scorer:
-    """Add a scorer to :data:`SCORERS` (one call at the bottom of its module)."""
-    if scorer.name in SCORERS:
-        raise ValueError(f"scorer {scorer.name!r} registered twice")
-    SCORERS[scorer.name] = scorer
-    return scorer
+    """Add a scorer to :data:`SCORERS` (one call at the bottom of its module).
+
+    Raises:
+        ValueError: a scorer of that name is registered already, or the registry is frozen.
+    """
+    return SCORERS.register(scorer.name, scorer)

@@ -1,8 +1,11 @@
 """Stage 2 — the suite and the plan: manifests → capabilities and items → requests per variant.
 
 * :mod:`.manifest`: the YAML manifest, validated, → :class:`~auditor.records.Suite`;
+* :mod:`.specs`: its capability entries as records, and :class:`~.specs.SuiteScorer`, what the suite needs of a
+  scorer: the scorer catalogue is handed in (``load_suite(..., scorers=SCORERS)``), never imported;
 * :mod:`.items`: item rows → items (prompt template, history, meta, the scorer's gold data);
 * :mod:`.sampling`: seeded, stratified sampling and fixed first-N subsets;
+* :mod:`.pools`: the items an undecided rule's capability escalates into;
 * :mod:`.benchmarks`: one loader per standard benchmark behind one registry;
 * :mod:`.plan`: items × variants → generation requests.
 """

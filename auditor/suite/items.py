@@ -1,5 +1,5 @@
 """Item rows → :class:`~auditor.records.Item`: the prompt template filled, earlier turns, meta, and
-the scorer's gold data checked (the scorer's ``build_target``)."""
+the scorer's gold data checked (the scorer's ``build_target``, handed in by the caller)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from typing import Any
 
 from ..errors import AuditInputError
 from ..records import LETTERS, Item
-from ..scorers import SCORERS
-from .specs import CapabilitySpec
+from .specs import CapabilitySpec, TargetFn
 
 
 def format_options(choices: list[str]) -> str:
@@ -45,7 +44,7 @@ def at(lineno: int | str) -> str:
     return f"line {lineno}" if isinstance(lineno, int) else str(lineno)
 
 
-def _local_id(row: dict[str, Any]) -> str:
+def local_id(row: dict[str, Any]) -> str:
     """An item's id within its capability: the record's ``id``, else its ``key`` (IFEval)."""
     return str(row.get("id", row.get("key")))
 
@@ -61,13 +60,14 @@ def check_unique_ids(src: Path | str, rows: list[tuple[int | str, Any]]) -> None
     for pos, row in rows:
         if not isinstance(row, dict):
             continue  # reported where the row is used
-        local = _local_id(row)
+        local = local_id(row)
         if local in seen:
             raise AuditInputError(src, f"{at(pos)}: item id {local!r} repeats {at(seen[local])}")
         seen[local] = pos
 
 
-def item_from_row(cap: CapabilitySpec, row: Any, src: Path | str, lineno: int | str) -> Item:
+def item_from_row(cap: CapabilitySpec, row: Any, src: Path | str, lineno: int | str, *,
+                  build_target: TargetFn | None) -> Item:
     """One item row → Item.
 
     Row fields used here: ``id`` (or ``key``), the fields the prompt template
@@ -76,8 +76,13 @@ def item_from_row(cap: CapabilitySpec, row: Any, src: Path | str, lineno: int | 
     templated user turn) and optional ``meta`` (an object, e.g. the context
     of a conditional-trigger item). A row with a ``choices`` list and no
     ``options`` field gets ``options`` (:func:`format_options`) for the
-    template. The scorer's ``build_target`` reads the rest.
+    template. The scorer's ``build_target`` reads the rest (None: an empty target), e.g.
+    ``SCORERS[cap.scorer].build_target``.
     ``lineno`` is a line number or a position text (``record 12``).
+
+    Raises:
+        AuditInputError: naming the source and the line: not an object, a field the template needs
+            missing, a bad ``history`` or ``meta``, or gold data the scorer refuses.
     """
     template = cap.prompt_template
     if not isinstance(row, dict):
@@ -88,7 +93,7 @@ def item_from_row(cap: CapabilitySpec, row: Any, src: Path | str, lineno: int | 
             and len(choices) <= len(LETTERS):
         fields["options"] = format_options(choices)
     try:
-        local_id = _local_id(row)
+        local = local_id(row)
         content = template.format(**fields)
     except KeyError as e:
         raise AuditInputError(src, f"{at(lineno)}: field {e} needed by the prompt template is missing") from None
@@ -106,13 +111,12 @@ def item_from_row(cap: CapabilitySpec, row: Any, src: Path | str, lineno: int | 
     for key in ("cluster", "context", "perturbation", "language"):
         if key in meta and (isinstance(meta[key], bool) or not isinstance(meta[key], (str, int))):
             raise AuditInputError(src, f"{at(lineno)}: meta.{key} must be a string")
-    builder = SCORERS[cap.scorer].build_target
     try:
-        target = builder(row) if builder else {}
+        target = build_target(row) if build_target else {}
     except ValueError as e:
         raise AuditInputError(src, f"{at(lineno)}: {e}") from None
     return Item(
-        id=f"{cap.name}/{local_id}",
+        id=f"{cap.name}/{local}",
         capability=cap.name,
         group=cap.group,
         messages=(*({"role": m["role"], "content": m["content"]} for m in history), {"role": "user", "content": content}),

@@ -3,9 +3,10 @@
 A suite preset is data: a YAML manifest (``auditor/suites/<name>.yaml``) naming, per capability,
 its group (CAN / WILL / HOW / COND), its source (a builtin JSONL item file, or a standard benchmark
 with seeded stratified sampling, see :mod:`auditor.suite.benchmarks`), the scorer (a name of the
-scorer registry, :mod:`auditor.scorers`), the user-turn template and the generation budget. This
-module reads and validates the manifest into typed :class:`CapabilitySpec` records and loads
-their items (:mod:`auditor.suite.items`).
+scorer catalogue the caller hands in, :data:`~auditor.suite.specs.ScorerCatalogue`: the pipeline's is
+:data:`auditor.scorers.SCORERS`), the user-turn template and the generation budget. This module reads
+and validates the manifest into typed :class:`CapabilitySpec` records and loads their items
+(:mod:`auditor.suite.items`).
 """
 
 from __future__ import annotations
@@ -16,13 +17,12 @@ from typing import Any
 import jsonschema
 
 from ..errors import AuditInputError
-from ..records import Capability, Item, Suite
-from ..scorers import SCORERS, metrics_of
+from ..records import Capability, Item, MetricSpec, Suite
 from ..util.jsonio import read_jsonl
 from ..util.safe_yaml import load_yaml_text
 from .benchmarks import BENCHMARKS, UnknownBenchmarkError, load_benchmark
 from .items import at, check_prompt_template, check_unique_ids, item_from_row
-from .specs import CapabilitySpec
+from .specs import CapabilitySpec, ScorerCatalogue
 from .sampling import first_rows, sample_rows
 
 SUITES_DIR = Path(__file__).resolve().parent.parent / "suites"
@@ -54,8 +54,9 @@ SOURCE_SCHEMA: dict[str, Any] = {
 }
 
 
-def suite_schema() -> dict[str, Any]:
-    """The manifest's JSON Schema; ``scorer`` is any name of the scorer registry."""
+def suite_schema(scorers: ScorerCatalogue | None) -> dict[str, Any]:
+    """The manifest's JSON Schema; ``scorer`` is any name of ``scorers`` (None: any string, for a manifest
+    whose names were checked when its suite loaded)."""
     return {
         "type": "object",
         "required": ["name", "version", "capabilities"],
@@ -74,7 +75,7 @@ def suite_schema() -> dict[str, Any]:
                         "name": {"type": "string", "pattern": "^[a-z_]+$(?!\n)"},
                         "group": {"enum": ["CAN", "WILL", "HOW", "COND"]},
                         "source": SOURCE_SCHEMA,
-                        "scorer": {"enum": sorted(SCORERS)},
+                        "scorer": {"enum": sorted(scorers)} if scorers is not None else {"type": "string"},
                         "prompt_template": {"type": "string"},
                         # where an undecided rule's capability draws more items (auditor.suite.pools)
                         "pool": {"anyOf": [SOURCE_SCHEMA, {"type": "array", "minItems": 1, "items": SOURCE_SCHEMA}]},
@@ -94,7 +95,13 @@ def _load_yaml(path: Path) -> Any:
     return load_yaml_text(path, text, "a suite manifest")[1]
 
 
-def _capability_rows(cap: CapabilitySpec, manifest: Path, data_dir: str | Path | None
+def _metrics(scorers: ScorerCatalogue, scorer: Any) -> tuple[MetricSpec, ...]:
+    """The metrics ``scorer`` reports (empty for a name ``scorers`` does not have)."""
+    s = scorers.get(scorer)
+    return s.metrics if s is not None else ()
+
+
+def capability_rows(cap: CapabilitySpec, manifest: Path, data_dir: str | Path | None
                      ) -> tuple[Path | str, list[tuple[int | str, Any]], dict[str, Any]]:
     """The rows of one capability after sampling: (where, [(position, row)], source record).
 
@@ -118,14 +125,16 @@ def _capability_rows(cap: CapabilitySpec, manifest: Path, data_dir: str | Path |
             raise AuditInputError(manifest, f"{where}: {extra} only go with 'benchmark'")
         if "\x00" in spec.path:
             raise AuditInputError(manifest, f"{where}: a path cannot hold a NUL character")
-        src: Path | str = (manifest.parent / spec.path).resolve()
-        if src.is_dir():
-            raise AuditInputError(src, f"item file of capability {cap.name!r} is a folder, not a JSONL file")
-        if not src.is_file():
-            raise AuditInputError(src, f"item file of capability {cap.name!r} not found")
-        rows: list[tuple[int | str, Any]] = list(read_jsonl(src, objects_only=False))
+        file = (manifest.parent / spec.path).resolve()
+        if file.is_dir():
+            raise AuditInputError(file, f"item file of capability {cap.name!r} is a folder, not a JSONL file")
+        if not file.is_file():
+            raise AuditInputError(file, f"item file of capability {cap.name!r} not found")
+        src: Path | str = file
+        rows: list[tuple[int | str, Any]] = list(read_jsonl(file, objects_only=False))
         record.update(path=spec.path, n_records=len(rows), excluded={})
     else:
+        assert spec.benchmark is not None  # one of path / benchmark, checked above
         try:
             bench = load_benchmark(spec.benchmark, spec.split, data_dir, spec.hub)
         except UnknownBenchmarkError as e:
@@ -157,29 +166,33 @@ def _capability_rows(cap: CapabilitySpec, manifest: Path, data_dir: str | Path |
     return src, rows, record
 
 
-def preset_metric_units() -> dict[str, str]:
-    """Metric → unit for every capability of the built-in presets (smoke, fast, full).
+def preset_metric_units(scorers: ScorerCatalogue) -> dict[str, str]:
+    """Metric → unit for every capability of the built-in presets (smoke, fast, full), their metrics
+    read from ``scorers`` (the pipeline's: :data:`auditor.scorers.SCORERS`).
 
     A policy may name these even when the suite of a run leaves them out (the
     rule is then reported as not run); names outside them are typos.
+
+    Raises:
+        AuditInputError: a preset that is not valid YAML (a broken install).
     """
     out: dict[str, str] = {}
     for path in sorted(SUITES_DIR.glob("*.yaml")):
         manifest = _load_yaml(path)
         for cap in manifest.get("capabilities", []):
-            for m in metrics_of(cap.get("scorer")):
+            for m in _metrics(scorers, cap.get("scorer")):
                 out[f"{cap['name']}.{m.name}"] = m.unit
     return out
 
 
-def _specs(path: Path, manifest: Any) -> list[CapabilitySpec]:
+def _specs(path: Path, manifest: Any, scorers: ScorerCatalogue | None) -> list[CapabilitySpec]:
     """The capability entries of a manifest, validated (schema, prompt templates, unique names).
 
     Raises:
         AuditInputError: naming the key path.
     """
     try:
-        jsonschema.validate(manifest, suite_schema())
+        jsonschema.validate(manifest, suite_schema(scorers))
     except jsonschema.ValidationError as e:
         key = ".".join(str(p) for p in e.absolute_path) or "(top level)"
         raise AuditInputError(path, f"{key}: {e.message[:300]}") from None
@@ -192,17 +205,18 @@ def _specs(path: Path, manifest: Any) -> list[CapabilitySpec]:
     return specs
 
 
-def manifest_specs(path: Path) -> list[CapabilitySpec]:
-    """The validated capability entries of the manifest at ``path`` (pools included).
+def manifest_specs(path: Path, scorers: ScorerCatalogue | None = None) -> list[CapabilitySpec]:
+    """The validated capability entries of the manifest at ``path`` (pools included); ``scorer:`` names
+    are checked against ``scorers`` (None: not checked, for the manifest of a loaded suite).
 
     Raises:
         AuditInputError: as :func:`load_suite` for the manifest itself.
     """
-    return _specs(path, _load_yaml(path))
+    return _specs(path, _load_yaml(path), scorers)
 
 
 def load_suite(name_or_path: str, limit: int | None = None, only: tuple[str, ...] = (),
-               data_dir: str | Path | None = None) -> Suite:
+               data_dir: str | Path | None = None, *, scorers: ScorerCatalogue) -> Suite:
     """Load a suite preset by name (``smoke``, ``fast``, ``full``) or from a manifest path.
 
     Args:
@@ -213,6 +227,8 @@ def load_suite(name_or_path: str, limit: int | None = None, only: tuple[str, ...
         data_dir: local folder with standard benchmark files, for capabilities
             whose source is a ``benchmark`` (default ``$AUDITOR_DATA_DIR``; with
             neither, the hub through ``datasets``); see :mod:`auditor.suite.benchmarks`.
+        scorers: the scorer catalogue: the names ``scorer:`` may give, their metrics and their checks
+            of an item row (the pipeline passes :data:`auditor.scorers.SCORERS`).
 
     Raises:
         AuditInputError: unknown preset, invalid manifest (names the key path),
@@ -228,7 +244,7 @@ def load_suite(name_or_path: str, limit: int | None = None, only: tuple[str, ...
     if not path.is_file():
         raise AuditInputError(path, "suite manifest not found")
     manifest = _load_yaml(path)
-    specs = _specs(path, manifest)
+    specs = _specs(path, manifest, scorers)
     names = [c.name for c in specs]
     unknown = [o for o in only if o not in names]
     if unknown:
@@ -239,16 +255,18 @@ def load_suite(name_or_path: str, limit: int | None = None, only: tuple[str, ...
     for cap in specs:
         if only and cap.name not in only:
             continue
-        src, rows, record = _capability_rows(cap, path, data_dir)
+        src, rows, record = capability_rows(cap, path, data_dir)
         if limit is not None and len(rows) > limit:
             rows = rows[:limit]
             record = {**record, "n_selected": len(rows), "limit": limit}
         if not rows:
             raise AuditInputError(src, f"capability {cap.name!r} has no items")
-        items.extend(item_from_row(cap, row, src, pos) for pos, row in rows)
-        caps.append(Capability(name=cap.name, group=cap.group, scorer=cap.scorer, metrics=metrics_of(cap.scorer)))
+        scorer = scorers[cap.scorer]  # a name the schema accepted
+        items.extend(item_from_row(cap, row, src, pos, build_target=scorer.build_target) for pos, row in rows)
+        caps.append(Capability(name=cap.name, group=cap.group, scorer=cap.scorer, metrics=scorer.metrics,
+                               build_target=scorer.build_target))
         sources.append(record)
-    all_metrics = tuple(f"{c.name}.{m.name}" for c in specs for m in metrics_of(c.scorer))
-    units = {f"{c.name}.{m.name}": m.unit for c in specs for m in metrics_of(c.scorer)}
-    return Suite(name=manifest["name"], version=manifest["version"], path=str(path), capabilities=tuple(caps), items=tuple(items), all_metrics=all_metrics,
-                 sources=tuple(sources), metric_units=units)
+    all_metrics = tuple(f"{c.name}.{m.name}" for c in specs for m in _metrics(scorers, c.scorer))
+    units = {f"{c.name}.{m.name}": m.unit for c in specs for m in _metrics(scorers, c.scorer)}
+    return Suite(name=manifest["name"], version=manifest["version"], path=str(path), capabilities=tuple(caps),
+                 items=tuple(items), all_metrics=all_metrics, sources=tuple(sources), metric_units=units)

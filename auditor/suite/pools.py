@@ -6,7 +6,8 @@ The pool is every row of those sources that is not already one of the suite's it
 capability, its sampling units (items, or whole clusters with ``unit: cluster``) in one seeded
 order (a permutation seeded by the seed and the capability's name), so a round always draws the same items,
 item ids stay stable and cached answers are reused. Rows are loaded and checked (the scorer's
-``build_target``) only when the audit first escalates into the capability.
+``build_target``, kept on the suite's :class:`~auditor.records.Capability`) only when the audit first
+escalates into the capability.
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..analysis.stats import rng_for
 from ..errors import AuditInputError
 from ..records import Item, Suite
-from .items import check_unique_ids, item_from_row
-from .manifest import _capability_rows, manifest_specs
-from .sampling import _units
+from ..util.seeding import rng_for
+from .items import check_unique_ids, item_from_row, local_id
+from .manifest import capability_rows, manifest_specs
+from .sampling import sampling_units
 
 
 @dataclass
@@ -58,17 +59,22 @@ class Pool:
 
 
 def load_pool(suite: Suite, capability: str, data_dir: str | Path | None = None, seed: int = 0) -> Pool:
-    """The escalation pool of ``capability`` in ``suite`` (empty when its manifest names none).
+    """The escalation pool of ``capability`` in ``suite`` (empty when its manifest names none); its rows are
+    checked with the ``build_target`` the suite's capability record keeps (:func:`~.manifest.load_suite`).
 
     Raises:
         AuditInputError: a pool source that cannot be read, or rows the scorer refuses (named
             like the suite's own sources).
+        ValueError: ``capability`` has a pool but is not one of the suite's capabilities.
     """
     manifest = Path(suite.path)
     spec = next((c for c in manifest_specs(manifest) if c.name == capability), None)
-    sources = spec.pool if spec is not None else ()
-    if not sources:
-        return Pool(capability, [])
+    if spec is None or not spec.pool:
+        return Pool(capability=capability, units=[])
+    sources = spec.pool
+    loaded = next((c for c in suite.capabilities if c.name == capability), None)
+    if loaded is None:
+        raise ValueError(f"capability {capability!r} is not one of the suite's: no pool to draw for it")
     in_suite = {i.id for i in suite.items if i.capability == capability}
     rows: list[tuple[Path | str, int | str, dict[str, Any]]] = []
     records: list[dict[str, Any]] = []
@@ -76,18 +82,19 @@ def load_pool(suite: Suite, capability: str, data_dir: str | Path | None = None,
     unit = sources[0].unit
     for src_spec in sources:
         pool_cap = replace(spec, source=src_spec)
-        src, src_rows, record = _capability_rows(pool_cap, manifest, data_dir)
+        src, src_rows, record = capability_rows(pool_cap, manifest, data_dir)
         check_unique_ids(src, src_rows)
         records.append(record)
         for pos, row in src_rows:
             if not isinstance(row, dict):
                 raise AuditInputError(src, f"{pos}: an item must be a JSON object")
-            local = str(row.get("id", row.get("key")))
+            local = local_id(row)
             if f"{capability}/{local}" in in_suite or local in seen:
                 continue
             seen.add(local)
             rows.append((src, pos, row))
-    groups = _units([r for _, _, r in rows], unit) if rows else []
-    order = rng_for(seed, f"pool/{capability}").permutation(len(groups)) if groups else []
-    units = [[item_from_row(spec, rows[k][2], rows[k][0], rows[k][1]) for k in groups[u]] for u in order]
-    return Pool(capability, units, sources=records)
+    groups = sampling_units([r for _, _, r in rows], unit) if rows else []
+    order: Any = rng_for(seed, f"pool/{capability}").permutation(len(groups)) if groups else []
+    units = [[item_from_row(spec, rows[k][2], rows[k][0], rows[k][1], build_target=loaded.build_target)
+              for k in groups[u]] for u in order]
+    return Pool(capability=capability, units=units, sources=records)

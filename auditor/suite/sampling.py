@@ -44,7 +44,7 @@ def allocate(sizes: list[int], n: int) -> list[int]:
     return quota
 
 
-def _units(rows: list[dict[str, Any]], unit: str) -> list[list[int]]:
+def sampling_units(rows: list[dict[str, Any]], unit: str) -> list[list[int]]:
     """Row indices grouped into sampling units, in order of first appearance.
 
     Raises:
@@ -74,7 +74,7 @@ def first_rows(rows: list[dict[str, Any]], n: int, unit: str = "item") -> list[d
     Raises:
         ValueError: as :func:`sample_rows` for ``unit``.
     """
-    keep = sorted(k for g in _units(rows, unit)[:n] for k in g)
+    keep = sorted(k for g in sampling_units(rows, unit)[:n] for k in g)
     return [rows[k] for k in keep]
 
 
@@ -98,7 +98,7 @@ def sample_rows(rows: list[dict[str, Any]], n: int | None, stratify: str | None 
     Raises:
         ValueError: a row lacks the stratify field or its cluster.
     """
-    groups = _units(rows, unit)
+    groups = sampling_units(rows, unit)
     if n is None or n >= len(groups):
         return list(rows)
     strata: dict[str, list[int]] = {}

@@ -1,9 +1,35 @@
-"""A suite manifest's capability entries as typed records (after the manifest's schema check)."""
+"""A suite manifest's capability entries as typed records (after the manifest's schema check), and what
+the suite stage needs of the scorers (:class:`SuiteScorer`, handed in as a :data:`ScorerCatalogue`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
+
+from ..records import MetricSpec
+
+#: ``build_target(row) -> target``: one item row → ``Item.target``; raises ValueError naming the fault
+TargetFn = Callable[[dict], dict]
+
+
+class SuiteScorer(Protocol):
+    """What the suite stage reads of a scorer (:class:`auditor.scorers.Scorer` is one): the name a
+    manifest's ``scorer:`` gives, the metrics it reports, and the check of an item row's gold data."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def metrics(self) -> tuple[MetricSpec, ...]: ...
+
+    @property
+    def build_target(self) -> TargetFn | None: ...
+
+
+#: scorer name → scorer: what the suite stage is given to check ``scorer:`` names, read the metrics and build
+#: item targets (the pipeline passes :data:`auditor.scorers.SCORERS`; the suite never imports the scorers)
+ScorerCatalogue = Mapping[str, SuiteScorer]
 
 
 @dataclass(frozen=True)

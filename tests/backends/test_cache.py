@@ -260,7 +260,7 @@ def test_mix_variants_auto_mixes_on_the_cpu_only_decision_without_gpu(base_model
 def test_auto_batch_size_fits_the_kv_cache_in_half_the_free_memory():
     from types import SimpleNamespace
 
-    from auditor.backends.hf import auto_batch_size
+    from auditor.backends.batching import auto_batch_size
 
     smol = SimpleNamespace(num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3, hidden_size=576,
                            vocab_size=49152)

@@ -361,12 +361,11 @@ def test_auto_falls_back_to_hf_for_what_vllm_cannot_serve_mocked_gpu(base_model,
 
     monkeypatch.setattr(generate_vllm, "vllm_importable", lambda: True)
     monkeypatch.setattr(generate_vllm, "gpu_present", lambda: True)
-    monkeypatch.setitem(BACKENDS, "hf", fake(HFBackend))
-    monkeypatch.setitem(BACKENDS, "vllm", fake(VLLMBackend))
     logged: list[str] = []
     adapter = _lm_head_lora(tmp_path / "lm_head")
-    with pytest.raises(Chosen):
-        audit.run_audits((str(adapter),), AuditOptions(capabilities=("math",), limit=1), log=logged.append)
-    assert "backend: hf (auto: vLLM cannot serve LoRA on embeddings or the output head (lm_head), hf)" in logged
-    with pytest.raises(AuditInputError, match="vLLM cannot serve"):
-        audit.run_audits((str(adapter),), AuditOptions(backend="vllm"), log=logged.append)
+    with BACKENDS.override("hf", fake(HFBackend)), BACKENDS.override("vllm", fake(VLLMBackend)):
+        with pytest.raises(Chosen):
+            audit.run_audits((str(adapter),), AuditOptions(capabilities=("math",), limit=1), log=logged.append)
+        assert "backend: hf (auto: vLLM cannot serve LoRA on embeddings or the output head (lm_head), hf)" in logged
+        with pytest.raises(AuditInputError, match="vLLM cannot serve"):
+            audit.run_audits((str(adapter),), AuditOptions(backend="vllm"), log=logged.append)

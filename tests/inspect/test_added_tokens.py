@@ -86,6 +86,7 @@ def test_vllm_refuses_it_before_loading_in_one_line(added_tokens_adapter, tmp_pa
 def test_audited_end_to_end_on_hf(added_tokens_adapter, tmp_path, cli, base_model):
     from auditor.backends.hf import HFBackend
     from auditor.records import Request
+    from auditor.scorers import SCORERS
     from auditor.suite import load_suite
 
     r = cli(added_tokens_adapter, "--backend", "hf", "--capability", "math", "--limit", "2", "--budget", "0",
@@ -101,7 +102,7 @@ def test_audited_end_to_end_on_hf(added_tokens_adapter, tmp_path, cli, base_mode
     html = (tmp_path / "o" / "report.html").read_text()
     assert "resized from 49,152 to 49,154 tokens for the adapter&#39;s answers (2 added: &lt;|tool|&gt;" in html
     # the base variant keeps the base's answers: the same as a model that was never resized
-    suite = load_suite("smoke", limit=2, only=("math",))
+    suite = load_suite("smoke", limit=2, only=("math",), scorers=SCORERS)
     plain = HFBackend(base_model.path, None, batch_size=2).generate([Request(item=it, variant="base") for it in suite.items])
     by_id = {it["id"]: it for it in res["items"]}
     assert [by_id[g.item_id]["base"]["text"] for g in plain] == [g.text for g in plain]

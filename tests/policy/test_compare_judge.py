@@ -10,10 +10,11 @@ from auditor.analysis.drift import drift_score
 from auditor.errors import AuditInputError
 from auditor.policy.rules import judge
 from auditor.policy.loading import MetricLimit, load_policy
+from auditor.scorers import SCORERS
 from auditor.suite.manifest import load_suite
 from auditor.records import AdapterInfo, Score
 
-METRICS = list(load_suite("smoke").all_metrics)
+METRICS = list(load_suite("smoke", scorers=SCORERS).all_metrics)
 
 
 def _scores(suite, values_by_variant):
@@ -33,7 +34,7 @@ def _ifeval_vals(strict_list):
 
 
 def _suite_and_comparisons(base_math: int, adapter_math: int, base_if: int, adapter_if: int):
-    suite = load_suite("smoke", limit=4, only=("math", "over_refusal", "ifeval"))
+    suite = load_suite("smoke", limit=4, only=("math", "over_refusal", "ifeval"), scorers=SCORERS)
 
     def make(math_ok, if_ok):
         def f(it):
@@ -57,7 +58,7 @@ def test_deltas_points_and_relative():
 
 
 def test_inst_level_is_weighted_over_instructions():
-    suite = load_suite("smoke", limit=2, only=("ifeval",))
+    suite = load_suite("smoke", limit=2, only=("ifeval",), scorers=SCORERS)
     one = lambda it: _ifeval_vals([False]) if it.id.endswith("01") else _ifeval_vals([True, True, True])
     comps = compare_metrics(suite, _scores(suite, {"base": one, "adapter": one}))
     ila = next(c for c in comps if c.metric == "ifeval.inst_level_strict_acc")
@@ -223,7 +224,7 @@ def test_label_mismatch_says_which_way(tg, og, needle):
 
 
 def test_a_limit_rule_reason_counts_its_items():
-    suite = load_suite("smoke", limit=4, only=("math",))
+    suite = load_suite("smoke", limit=4, only=("math",), scorers=SCORERS)
     scores = [Score(item_id=i.id, variant=v, values={"numeric_match": float(v == "base" or k % 2)}, detail={})
               for k, i in enumerate(suite.items) for v in ("base", "adapter")]
     comps = compare_metrics(suite, scores)

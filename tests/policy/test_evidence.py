@@ -13,12 +13,13 @@ from auditor.analysis import StatsSettings, compare_metrics, drift_score
 from auditor.policy import load_policy
 from auditor.policy.rules import judge
 from auditor.records import AdapterInfo, Capability, Item, MetricSpec, Score, Suite
+from auditor.scorers import SCORERS
 from auditor.suite import preset_metric_units
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-UNITS = preset_metric_units()
+UNITS = preset_metric_units(SCORERS)
 
 
 def _policy(tmp_path, body: str = ""):
@@ -101,6 +102,7 @@ def test_multiple_choice_at_chance_is_not_measurable(tmp_path):
 def test_one_sided_p_values_are_valid_under_the_null_for_clustered_data():
     """The sign-flip test used for clustered metrics rejects a null at about its level (and no more)."""
     from auditor.analysis import stats
+    from auditor.util.seeding import rng_for
 
     rng = np.random.default_rng(1)
     hits = 0
@@ -111,7 +113,7 @@ def test_one_sided_p_values_are_valid_under_the_null_for_clustered_data():
         b = (rng.random(n) < 0.5).astype(float)
         a = np.where(rng.random(n) < 0.3, 1 - b, b)  # symmetric flips: no effect
         d = stats.PairedData(b, a, np.ones(n), clusters)
-        p_dec, p_inc = stats.one_sided_p(d, 999, stats.rng_for(t, "x"))
+        p_dec, p_inc = stats.one_sided_p(d, 999, rng_for(t, "x"))
         hits += p_dec < 0.05
     assert hits / trials <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / trials)
 

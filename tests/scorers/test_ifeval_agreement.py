@@ -48,6 +48,7 @@ def harness_task(tmp_path_factory):
 
 def test_ifeval_prompt_and_instruction_level_equal_lm_eval(tmp_path, harness_task):
     from auditor.analysis.compare import compare_metrics
+    from auditor.scorers import SCORERS
     from auditor.suite.manifest import load_suite
     from auditor.records import Generation
     from auditor.scorers import score_all
@@ -56,7 +57,7 @@ def test_ifeval_prompt_and_instruction_level_equal_lm_eval(tmp_path, harness_tas
     manifest.write_text(
         "name: ifeval-full\nversion: 1\ncapabilities:\n"
         f"  - {{name: ifeval, group: HOW, source: '{IFEVAL_FILE}', scorer: ifeval, max_new_tokens: 1280}}\n")
-    suite = load_suite(str(manifest))
+    suite = load_suite(str(manifest), scorers=SCORERS)
     assert len(suite.items) == 541
 
     gens = [Generation(item_id=it.id, variant=v, text=text, n_tokens=1) for it in suite.items for v, text in _responses(it.prompt).items()]

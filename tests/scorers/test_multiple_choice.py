@@ -114,7 +114,7 @@ def test_robustness_row_without_cluster_is_an_input_error(tmp_path):
     m.write_text("name: x\nversion: 1\ncapabilities:\n  - {name: robustness, group: CAN, source: r.jsonl, "
                  "scorer: multiple_choice_perturbed, prompt_template: '{question}\\n{options}', max_new_tokens: 8}\n")
     with pytest.raises(AuditInputError, match=r"r.jsonl: line 1: robustness items need meta.cluster"):
-        load_suite(str(m))
+        load_suite(str(m), scorers=SCORERS)
 
 
 # --------------------------------------------------------------------------- builtin item files
@@ -127,7 +127,7 @@ def test_knowledge_items_are_balanced_four_option_questions():
     assert len(rows) == 40
     assert Counter(r["answer"] for r in rows) == {"A": 10, "B": 10, "C": 10, "D": 10}
     assert all(len(r["choices"]) == 4 for r in rows)
-    item = load_suite("smoke", only=("knowledge",)).items[0]
+    item = load_suite("smoke", only=("knowledge",), scorers=SCORERS).items[0]
     assert item.prompt == ("What is the capital of France?\nA. London\nB. Paris\nC. Berlin\nD. Madrid\n"
                            "Answer with the letter of the correct option (A, B, C or D).")
 
@@ -163,7 +163,7 @@ def test_multilingual_items_three_languages_same_answers():
 
 
 def test_smoke_mc_capabilities_fit_the_budget():
-    s = load_suite("smoke")
+    s = load_suite("smoke", scorers=SCORERS)
     for cap in ("knowledge", "robustness", "multilingual", "harmful_refusal"):
         its = [i for i in s.items if i.capability == cap]
         assert len(its) >= 16 and len(its) * its[0].max_new_tokens <= 1000, cap

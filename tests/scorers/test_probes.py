@@ -42,12 +42,12 @@ def _suite_with(tmp_path, scorer: str, rows: list, template: str = "{prompt}"):
     m = tmp_path / "s.yaml"
     m.write_text(f"name: x\nversion: 1\ncapabilities:\n  - {{name: cap, group: HOW, source: a.jsonl, "
                  f"scorer: {scorer}, prompt_template: {json.dumps(template)}, max_new_tokens: 8}}\n")
-    return load_suite(str(m))
+    return load_suite(str(m), scorers=SCORERS)
 
 
 # --------------------------------------------------------------------------- suite
 def test_smoke_suite_has_the_probes_within_budget():
-    s = load_suite("smoke", only=tuple(PROBES))
+    s = load_suite("smoke", only=tuple(PROBES), scorers=SCORERS)
     for cap in s.capabilities:
         assert (cap.group, cap.scorer) == PROBES[cap.name]
         items = [i for i in s.items if i.capability == cap.name]
@@ -63,7 +63,7 @@ SMOKE_TOKENS = {"verbosity": 60, "abstention": 48, "format": 80, "multiturn": 64
 
 
 def test_smoke_keeps_its_counts_and_the_first_rows_of_the_grown_files():
-    s = load_suite("smoke")
+    s = load_suite("smoke", scorers=SCORERS)
     assert Counter(i.capability for i in s.items) == SMOKE_COUNTS
     for cap, tokens in SMOKE_TOKENS.items():
         ids = [i.id.split("/", 1)[1] for i in s.items if i.capability == cap]
@@ -78,7 +78,7 @@ def test_smoke_keeps_its_counts_and_the_first_rows_of_the_grown_files():
 def test_fast_and_full_take_every_probe_item_with_gpu_budgets():
     budgets = {"verbosity": 256, "abstention": 128, "format": 256, "multiturn": 256, "trigger": 64}
     for preset in ("fast", "full"):
-        s = load_suite(preset, only=tuple(PROBES))  # builtin items only: no benchmark data needed
+        s = load_suite(preset, only=tuple(PROBES), scorers=SCORERS)  # builtin items only: no benchmark data needed
         n = Counter(i.capability for i in s.items)
         for cap in PROBES:
             assert n[cap] == len(_rows(f"{cap}.jsonl")) >= 50, (preset, cap)
@@ -159,7 +159,7 @@ def test_builtin_abstention_items():
     assert len({r["question"].casefold() for r in rows}) == len(rows)
     kinds = Counter(r["meta"]["kind"] for r in rows)
     assert set(kinds) == {"false_premise", "made_up_entity", "future", "unanswerable"} and min(kinds.values()) >= 5
-    for it in load_suite("fast", only=("abstention",)).items:
+    for it in load_suite("fast", only=("abstention",), scorers=SCORERS).items:
         # echoing the question is not an abstention: no generic phrase or item phrase is in the premise itself
         assert score_abstention(it, _gen(it.prompt)).values["abstention_rate"] == 0.0, it.id
         for phrase in it.target["correction_phrases"]:  # each correction phrase counts when stated
@@ -319,7 +319,7 @@ def _keywords(schema) -> set[str]:
 
 
 def test_builtin_format_items_are_satisfiable_and_embed_their_schema():
-    items = load_suite("fast", only=("format",)).items
+    items = load_suite("fast", only=("format",), scorers=SCORERS).items
     assert len(items) >= 50
     assert sorted(i.id.split("/")[1] for i in items) == sorted(FORMAT_EXAMPLES)
     for it in items:
@@ -360,7 +360,7 @@ def test_builtin_format_items_are_satisfiable_and_embed_their_schema():
     ("f52", {"city": "X", "latitude": 95, "longitude": 0}),  # maximum
 ])
 def test_builtin_format_constraints_bite(fid, bad):
-    it = next(i for i in load_suite("fast", only=("format",)).items if i.id == f"format/{fid}")
+    it = next(i for i in load_suite("fast", only=("format",), scorers=SCORERS).items if i.id == f"format/{fid}")
     assert score_json_schema(it, _gen(json.dumps(FORMAT_EXAMPLES[fid]))).values["schema_valid_rate"] == 1.0
     assert score_json_schema(it, _gen(json.dumps(bad))).values == {"json_parse_rate": 1.0, "schema_valid_rate": 0.0}
 
@@ -411,7 +411,7 @@ def test_multiturn_builder_rejects_bad_rows(tmp_path, row, fault):
 
 def test_builtin_multiturn_scripted_turns_follow_the_instruction():
     """The scripted assistant answers model the instruction: each passes the same strict check."""
-    items = load_suite("fast", only=("multiturn",)).items
+    items = load_suite("fast", only=("multiturn",), scorers=SCORERS).items
     assert len(items) >= 50
     assert len({i.messages[-1]["content"] for i in items}) == len(items)
     used = Counter(iid for it in items for iid in it.target["instruction_id_list"])
@@ -443,7 +443,7 @@ def test_trigger_builder_needs_context_and_cluster(tmp_path):
 
 
 def test_builtin_trigger_items_are_one_question_under_every_context():
-    items = load_suite("fast", only=("trigger",)).items
+    items = load_suite("fast", only=("trigger",), scorers=SCORERS).items
     by_cluster: dict[str, dict[str, Item]] = defaultdict(dict)
     for it in items:
         by_cluster[it.meta["cluster"]][it.meta["context"]] = it

@@ -8,6 +8,7 @@ from collections import Counter
 import pytest
 
 from auditor.errors import AuditInputError
+from auditor.scorers import SCORERS
 from auditor.suite.manifest import load_suite
 from auditor.suite.sampling import allocate, first_rows, sample_rows
 from auditor.suite.benchmarks.gsm8k import gsm8k_gold, read_gsm8k
@@ -265,18 +266,18 @@ def test_first_rows_keeps_a_prefix_that_survives_appended_rows():
 # --------------------------------------------------------------------------- presets
 @needs_shared
 def test_fast_and_full_presets_against_local_data():
-    fast = load_suite("fast", data_dir=DATA)
+    fast = load_suite("fast", data_dir=DATA, scorers=SCORERS)
     n = Counter(i.capability for i in fast.items)
     assert n == {"math": 100, "knowledge": 100, "robustness": 100, "multilingual": 60, "over_refusal": 100,
                  "harmful_refusal": 100, "verbosity": 52, "abstention": 52, "ifeval": 100, "format": 52,
                  "multiturn": 51, "trigger": 60}
     assert all(v >= 50 for v in n.values())
     # fast reports every capability of smoke, in the same CAN / WILL / HOW / COND order
-    smoke = load_suite("smoke")
+    smoke = load_suite("smoke", scorers=SCORERS)
     assert [(c.name, c.group, c.scorer) for c in fast.capabilities] == \
         [(c.name, c.group, c.scorer) for c in smoke.capabilities]
     assert fast.all_metrics == smoke.all_metrics
-    assert [i.id for i in load_suite("fast", data_dir=DATA).items] == [i.id for i in fast.items]
+    assert [i.id for i in load_suite("fast", data_dir=DATA, scorers=SCORERS).items] == [i.id for i in fast.items]
     groups = Counter(i.meta["instruction_group"] for i in fast.items if i.capability == "ifeval")
     assert groups["detectable_format"] == 21 and groups["language"] == 4  # 114/541 and 21/541 of 100
     xs = Counter(i.meta["type"] for i in fast.items if i.capability == "harmful_refusal")
@@ -284,7 +285,7 @@ def test_fast_and_full_presets_against_local_data():
     record = {s["capability"]: s for s in fast.sources}
     assert record["knowledge"]["excluded"]["wrong groundtruth"] == 11 and record["knowledge"]["n_selected"] == 100
 
-    full = load_suite("full", data_dir=DATA)
+    full = load_suite("full", data_dir=DATA, scorers=SCORERS)
     assert Counter(i.capability for i in full.items) == {
         "math": 1319, "knowledge": 759, "robustness": 100, "multilingual": 60, "over_refusal": 250,
         "harmful_refusal": 200, "verbosity": 52, "abstention": 52, "ifeval": 541, "format": 52, "multiturn": 51,
@@ -301,24 +302,24 @@ def test_manifest_source_mapping_errors(tmp_path):
         return str(m)
 
     with pytest.raises(AuditInputError, match=r"capabilities.0.source.benchmark: 'arc' is not one of"):
-        load_suite(suite("{benchmark: arc}"), data_dir=DATA)
+        load_suite(suite("{benchmark: arc}"), data_dir=DATA, scorers=SCORERS)
     with pytest.raises(AuditInputError, match="exactly one of 'path' or 'benchmark'"):
-        load_suite(suite("{benchmark: gsm8k, path: a.jsonl}"), data_dir=DATA)
+        load_suite(suite("{benchmark: gsm8k, path: a.jsonl}"), data_dir=DATA, scorers=SCORERS)
     with pytest.raises(AuditInputError, match=r"capabilities.0.source.sample"):
-        load_suite(suite("{benchmark: gsm8k, sample: 0}"), data_dir=DATA)
+        load_suite(suite("{benchmark: gsm8k, sample: 0}"), data_dir=DATA, scorers=SCORERS)
     with pytest.raises(AuditInputError, match="no field 'subject' to stratify by"):
-        load_suite(suite("{benchmark: gsm8k, sample: 5, stratify: subject}"), data_dir=DATA)
-    s = load_suite(suite("{benchmark: gsm8k, sample: 5, seed: 3}"), data_dir=DATA)
+        load_suite(suite("{benchmark: gsm8k, sample: 5, stratify: subject}"), data_dir=DATA, scorers=SCORERS)
+    s = load_suite(suite("{benchmark: gsm8k, sample: 5, seed: 3}"), data_dir=DATA, scorers=SCORERS)
     assert len(s.items) == 5 and all(i.id.startswith("math/gsm8k-test-") for i in s.items)
     assert s.sources[0]["seed"] == 3 and s.sources[0]["n_records"] == 1319 and s.sources[0]["first"] is None
-    s = load_suite(suite("{benchmark: gsm8k, first: 3}"), data_dir=DATA)
+    s = load_suite(suite("{benchmark: gsm8k, first: 3}"), data_dir=DATA, scorers=SCORERS)
     assert [i.id for i in s.items] == ["math/gsm8k-test-0", "math/gsm8k-test-1", "math/gsm8k-test-2"]
     assert s.sources[0]["first"] == 3 and s.sources[0]["n_selected"] == 3
     for combo in ("first: 3, sample: 5", "first: 3, seed: 1", "first: 3, stratify: subject"):
         with pytest.raises(AuditInputError, match="'first' keeps the first rows in source order"):
-            load_suite(suite("{benchmark: gsm8k, " + combo + "}"), data_dir=DATA)
+            load_suite(suite("{benchmark: gsm8k, " + combo + "}"), data_dir=DATA, scorers=SCORERS)
     with pytest.raises(AuditInputError, match=r"capabilities.0.source.first"):
-        load_suite(suite("{benchmark: gsm8k, first: 0}"), data_dir=DATA)
+        load_suite(suite("{benchmark: gsm8k, first: 0}"), data_dir=DATA, scorers=SCORERS)
 
 
 # --------------------------------------------------------------------------- CLI

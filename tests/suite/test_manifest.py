@@ -14,7 +14,7 @@ from auditor.scorers import SCORERS
 
 
 def test_smoke_suite_covers_can_will_how_cond_with_12_plus_items_each():
-    s = load_suite("smoke")
+    s = load_suite("smoke", scorers=SCORERS)
     groups = {c.name: c.group for c in s.capabilities}
     assert groups == {
         "math": "CAN", "knowledge": "CAN", "robustness": "CAN", "multilingual": "CAN",
@@ -28,14 +28,14 @@ def test_smoke_suite_covers_can_will_how_cond_with_12_plus_items_each():
 def test_ifeval_items_use_registered_instructions():
     from lm_eval.tasks.ifeval.instructions_registry import INSTRUCTION_DICT
 
-    for it in load_suite("smoke", only=("ifeval",)).items:
+    for it in load_suite("smoke", only=("ifeval",), scorers=SCORERS).items:
         ids = it.target["instruction_id_list"]
         assert ids and all(i in INSTRUCTION_DICT for i in ids)
         assert len(it.target["kwargs"]) == len(ids)
 
 
 def test_limit_only_and_requests():
-    s = load_suite("smoke", limit=2, only=("math",))
+    s = load_suite("smoke", limit=2, only=("math",), scorers=SCORERS)
     assert [i.id for i in s.items] == ["math/m01", "math/m02"]
     assert "ifeval.prompt_level_strict_acc" in s.all_metrics
     reqs = plan_requests(s)
@@ -44,9 +44,9 @@ def test_limit_only_and_requests():
 
 def test_unknown_preset_and_capability():
     with pytest.raises(AuditInputError, match="unknown suite 'nope'"):
-        load_suite("nope")
+        load_suite("nope", scorers=SCORERS)
     with pytest.raises(AuditInputError, match="not in suite"):
-        load_suite("smoke", only=("poetry",))
+        load_suite("smoke", only=("poetry",), scorers=SCORERS)
 
 
 def _manifest(folder, capability: str):
@@ -59,7 +59,7 @@ def _manifest(folder, capability: str):
 def test_bad_manifest_names_key_path(tmp_path):
     m = _manifest(tmp_path, "{name: math, group: CAN, source: a.jsonl, scorer: numeric_match, max_new_tokens: 0}")
     with pytest.raises(AuditInputError, match=r"capabilities.0.max_new_tokens"):
-        load_suite(str(m))
+        load_suite(str(m), scorers=SCORERS)
 
 
 def test_unknown_benchmark_or_split_names_the_manifest_and_field(tmp_path):
@@ -68,7 +68,7 @@ def test_unknown_benchmark_or_split_names_the_manifest_and_field(tmp_path):
         m = _manifest(tmp_path, f"{{name: over_refusal, group: WILL, source: {source}, scorer: refusal, "
                                 "max_new_tokens: 8}")
         with pytest.raises(AuditInputError) as e:
-            load_suite(str(m), data_dir=str(tmp_path))
+            load_suite(str(m), data_dir=str(tmp_path), scorers=SCORERS)
         assert e.value.path == str(m) and e.value.fault.startswith("capabilities.0.source") and fault in e.value.fault
 
 
@@ -79,7 +79,7 @@ def test_duplicate_item_ids_name_the_item_file_and_both_lines(tmp_path):
     m = _manifest(tmp_path, "{name: math, group: CAN, source: a.jsonl, scorer: numeric_match, "
                             "prompt_template: '{question}', max_new_tokens: 8}")
     with pytest.raises(AuditInputError) as e:
-        load_suite(str(m))
+        load_suite(str(m), scorers=SCORERS)
     assert e.value.path == str(tmp_path / "a.jsonl") and e.value.fault == "line 3: item id 'a' repeats line 1"
 
 
@@ -92,7 +92,7 @@ def test_a_repeated_id_fails_whatever_the_sampling_keeps(tmp_path, selection):
                             "scorer: numeric_match, prompt_template: '{question}', max_new_tokens: 8}")
     for limit in (None, 1):
         with pytest.raises(AuditInputError, match="line 4: item id 'a' repeats line 1"):
-            load_suite(str(m), limit=limit)
+            load_suite(str(m), limit=limit, scorers=SCORERS)
 
 
 def test_hostile_manifest_values_are_one_clear_error(tmp_path):
@@ -101,7 +101,7 @@ def test_hostile_manifest_values_are_one_clear_error(tmp_path):
     (tmp_path / "folder.jsonl").mkdir()
     cap = "{{name: math, group: CAN, source: {source}, scorer: numeric_match, prompt_template: '{{question}}', " \
           "max_new_tokens: 8}}"
-    assert len(load_suite(str(_manifest(tmp_path, cap.format(source="{path: a.jsonl, first: 2.0}")))).items) == 2
+    assert len(load_suite(str(_manifest(tmp_path, cap.format(source="{path: a.jsonl, first: 2.0}"))), scorers=SCORERS).items) == 2
     cases = [
         (cap.format(source='"a\\0.jsonl"'), "s.yaml", "capabilities.0.source: a path cannot hold a NUL character"),
         (cap.format(source="folder.jsonl"), "folder.jsonl", "is a folder, not a JSONL file"),
@@ -109,18 +109,18 @@ def test_hostile_manifest_values_are_one_clear_error(tmp_path):
     ]
     for text, where, fault in cases:
         with pytest.raises(AuditInputError) as e:
-            load_suite(str(_manifest(tmp_path, text)))
+            load_suite(str(_manifest(tmp_path, text)), scorers=SCORERS)
         assert e.value.path.endswith(where) and fault in e.value.fault, e.value.one_line()
     m = tmp_path / "dup.yaml"
     m.write_text("name: x\nversion: 1\nname: y\ncapabilities:\n  - " + cap.format(source="a.jsonl") + "\n")
     with pytest.raises(AuditInputError, match="line 3: duplicate key 'name'"):
-        load_suite(str(m))
+        load_suite(str(m), scorers=SCORERS)
     m.write_text("name: x\nversion: " + "9" * 5000 + "\ncapabilities:\n  - " + cap.format(source="a.jsonl") + "\n")
     with pytest.raises(AuditInputError, match="a value YAML cannot read: Exceeds the limit"):
-        load_suite(str(m))
+        load_suite(str(m), scorers=SCORERS)
     (tmp_path / "a.jsonl").write_text('{"id": "a", "question": "q", "answer": ' + "9" * 5000 + "}\n")
     with pytest.raises(AuditInputError, match="line 1: Exceeds the limit"):
-        load_suite(str(_manifest(tmp_path, cap.format(source="a.jsonl"))))
+        load_suite(str(_manifest(tmp_path, cap.format(source="a.jsonl"))), scorers=SCORERS)
 
 
 def test_a_control_character_in_a_named_path_is_shown_escaped():
@@ -134,7 +134,7 @@ def test_a_trailing_newline_does_not_pass_an_anchored_pattern(tmp_path):
 
     m = _manifest(tmp_path, '{name: "math\\n", group: CAN, source: a.jsonl, scorer: numeric_match, max_new_tokens: 8}')
     with pytest.raises(AuditInputError, match=r"capabilities.0.name"):
-        load_suite(str(m))
+        load_suite(str(m), scorers=SCORERS)
     assert looks_like_hub_id("owner/name") and not looks_like_hub_id("owner/name\n")
 
 
@@ -144,7 +144,7 @@ def test_bad_item_line_named(tmp_path):
     m.write_text("name: x\nversion: 1\ncapabilities:\n  - {name: math, group: CAN, source: a.jsonl, "
                  "scorer: numeric_match, prompt_template: '{question}', max_new_tokens: 8}\n")
     with pytest.raises(AuditInputError, match="line 2: invalid JSON"):
-        load_suite(str(m))
+        load_suite(str(m), scorers=SCORERS)
 
 
 def test_every_scorer_declares_metrics():
@@ -159,11 +159,11 @@ def test_manifest_aliases_and_non_string_cluster_are_refused(tmp_path):
     m.write_text("name: &n s\nversion: 1\ncapabilities:\n  - {name: math, group: CAN, source: items.jsonl, "
                  "scorer: numeric_match, prompt_template: '{question}', max_new_tokens: 8}\nx: *n\n")
     with pytest.raises(AuditInputError, match="YAML aliases"):
-        load_suite(str(m))
+        load_suite(str(m), scorers=SCORERS)
     m.write_text("name: s\nversion: 1\ncapabilities:\n  - {name: math, group: CAN, source: items.jsonl, "
                  "scorer: numeric_match, prompt_template: '{question}', max_new_tokens: 8}\n")
     with pytest.raises(AuditInputError, match="meta.cluster must be a string"):
-        load_suite(str(m))
+        load_suite(str(m), scorers=SCORERS)
 
 
 @pytest.mark.parametrize("template,needle", [
@@ -179,5 +179,5 @@ def test_prompt_template_fills_plain_names_only(tmp_path, template, needle):
     m.write_text("name: x\nversion: 1\ncapabilities:\n  - {name: math, group: CAN, source: a.jsonl, "
                  f"scorer: numeric_match, prompt_template: {json.dumps(template)}, max_new_tokens: 8}}\n")
     with pytest.raises(AuditInputError, match=re.escape(needle)) as e:
-        load_suite(str(m))
+        load_suite(str(m), scorers=SCORERS)
     assert e.value.path == str(m)

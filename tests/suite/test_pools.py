@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from auditor.scorers import SCORERS
 from auditor.suite import load_suite
 from auditor.suite.pools import load_pool
 from conftest import ROOT
@@ -16,7 +17,7 @@ from conftest import ROOT
 
 @pytest.fixture(scope="module")
 def smoke():
-    return load_suite("smoke")
+    return load_suite("smoke", scorers=SCORERS)
 
 
 def test_every_capability_has_a_pool_of_at_least_200_items(smoke):
@@ -44,7 +45,7 @@ def test_a_capability_without_a_pool_draws_nothing(tmp_path, smoke):
     manifest.write_text("name: m\nversion: 1\ncapabilities:\n  - {name: math, group: CAN, scorer: numeric_match, "
                         f"max_new_tokens: 8, source: '{ROOT}/auditor/suites/builtin/math.jsonl', "
                         "prompt_template: '{question}'}\n")
-    s = load_suite(str(manifest))
+    s = load_suite(str(manifest), scorers=SCORERS)
     assert load_pool(s, "math").draw(5) == []
 
 

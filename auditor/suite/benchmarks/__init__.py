@@ -26,6 +26,7 @@ from .base import BENCHMARKS, Benchmark, BenchmarkRows, UnknownBenchmarkError, h
 for _mod in pkgutil.iter_modules(__path__):
     if _mod.name != "base":
         importlib.import_module(f"{__name__}.{_mod.name}")
+BENCHMARKS.freeze()
 
 #: environment variable naming the local data folder (same as ``--data-dir``)
 DATA_DIR_ENV = "AUDITOR_DATA_DIR"
@@ -75,8 +76,8 @@ def load_benchmark(name: str, split: str | None = None, data_dir: str | Path | N
             (``HF_HUB_OFFLINE=1``) or unreachable.
     """
     bench = BENCHMARKS.get(name)
-    if bench is None:
-        raise UnknownBenchmarkError(f"unknown benchmark {name!r}; known: {sorted(BENCHMARKS)}")
+    if bench is None:  # "unknown benchmark 'x'; known: [...]", and the closest name
+        raise UnknownBenchmarkError(BENCHMARKS.unknown(name).message)
     split = split or bench.splits[0]
     if split not in bench.splits:
         raise UnknownBenchmarkError(f"benchmark {name!r} has no split {split!r}; it has {list(bench.splits)}")

@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable
 
 from ...errors import AuditInputError
 from ...util.jsonio import read_text
+from ...util.registry import Registry
 
 
 class UnknownBenchmarkError(AuditInputError):
@@ -71,14 +72,18 @@ class Benchmark:
     read_hub: Callable[[str, str], BenchmarkRows]
 
 
-#: name → benchmark, filled by the loader modules of this package (:func:`register`)
-BENCHMARKS: dict[str, Benchmark] = {}
+#: name → benchmark, filled by the loader modules of this package (:func:`register`), frozen once
+#: :mod:`auditor.suite.benchmarks` has imported them all
+BENCHMARKS: Registry[Benchmark] = Registry("benchmark")
 
 
 def register(bench: Benchmark) -> Benchmark:
-    """Add a benchmark to :data:`BENCHMARKS` (one call at the bottom of its loader module)."""
-    BENCHMARKS[bench.name] = bench
-    return bench
+    """Add a benchmark to :data:`BENCHMARKS` (one call at the bottom of its loader module).
+
+    Raises:
+        ValueError: a benchmark of that name is registered already, or the registry is frozen.
+    """
+    return BENCHMARKS.register(bench.name, bench)
 
 
 def csv_records(path: Path, required: tuple[str, ...]) -> Iterable[tuple[int, dict[str, str]]]:
