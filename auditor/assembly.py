@@ -168,6 +168,7 @@ def _run_record(run: Run, variant: str, ev: Evidence) -> RunRecord:
     info = backend.run_info(variant)
     return RunRecord(
         backend=stats.backend, backend_reason=run.backend_reason, dtype=run.opts.dtype,
+        dtype_reason=run.opts.dtype_reason or None,
         # vllm: "auto" (its scheduler batches the one generate call)
         batch_size=backend.batch_size, limit=run.opts.limit,
         batch_sizes_used={str(k): v for k, v in sorted(stats.batch_sizes_used.items())},
@@ -179,6 +180,7 @@ def _run_record(run: Run, variant: str, ev: Evidence) -> RunRecord:
         cache=cache | {k: _for_variant(cache[k], variant) for k in ("hits", "misses")},
         adapters_in_run=run.n_adapters,
         vllm=info if backend.name == "vllm" else None,
+        hf=info if backend.name == "hf" else None,
         openai=info if backend.name == "openai" else None,
         model_loaded=backend.model_loaded,
         timings={"load_s": round(stats.load_s, 3), "generate_s": round(stats.generate_s, 3),

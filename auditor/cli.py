@@ -49,24 +49,29 @@ def cli() -> None:
 
 
 class _Budget(click.ParamType):
-    """``auto``, a number of items, or a time (``90s``, ``10m``, ``1h``): (items, seconds)."""
+    """``auto``, a number of items, a time (``90s``, ``10m``, ``1h``) or new tokens (``20000tok``, ``50ktok``):
+    (items, seconds, tokens)."""
 
-    name = "N|TIME|auto"
+    name = "N|TIME|Ntok|auto"
 
     def convert(self, value, param, ctx):  # noqa: D102 - click's interface
         if isinstance(value, tuple):
             return value
         text = str(value).strip().lower()
         if text == "auto":
-            return (None, None)
+            return (None, None, None)
         import re
 
         m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(s|m|h)", text)
         if m:
-            return (10 ** 9, float(m.group(1)) * {"s": 1, "m": 60, "h": 3600}[m.group(2)])
+            return (10 ** 9, float(m.group(1)) * {"s": 1, "m": 60, "h": 3600}[m.group(2)], None)
+        m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(k?)\s*tok(ens)?", text)
+        if m:
+            return (10 ** 9, None, int(float(m.group(1)) * (1000 if m.group(2) else 1)))
         if text.isdigit():
-            return (int(text), None)
-        self.fail(f"{value!r} is not a number of items, a time (90s, 10m) or 'auto'", param, ctx)
+            return (int(text), None, None)
+        self.fail(f"{value!r} is not a number of items, a time (90s, 10m), new tokens (20000tok, 50ktok) or 'auto'",
+                  param, ctx)
 
 
 class _BatchSize(click.ParamType):
@@ -98,9 +103,15 @@ class _BatchSize(click.ParamType):
               help="Run only this capability of the suite (repeatable), e.g. --capability math.")
 @click.option("--out", "out", type=click.Path(path_type=Path), default=Path("audit-report"), show_default=True,
               help="Report folder.")
-@click.option("--batch-size", type=_BatchSize(), default="24", show_default=True,
-              help="Items per generate call (base and adapter rows of an item share the call), or 'auto': "
-                   "as many as fit in half the free memory, per generation budget.")
+@click.option("--batch-size", type=_BatchSize(), default="auto", show_default=True,
+              help="hf, continuous batching: requests decoded at once; static batching: items per generate call "
+                   "(base and adapter rows of an item share it). auto: continuous, the count beyond which this "
+                   "machine's tokens/s stop rising (measured once, cached); static, as many as fit in half the "
+                   "free memory, per generation budget.")
+@click.option("--batching", type=click.Choice(["auto", "continuous", "static"]), default="auto", show_default=True,
+              help="hf backend: continuous (transformers' continuous batching: a finished answer frees its slot at "
+                   "once; one stream per variant) or static (generate calls, base and adapter rows of an item in "
+                   "one call); auto: continuous, static for an adapter with a resized vocabulary.")
 @click.option("--noise-floor", is_flag=True,
               help="Replay the base variant with another batch composition and report how many answers change.")
 @click.option("--no-cache", "no_cache", is_flag=True,
@@ -124,9 +135,10 @@ class _BatchSize(click.ParamType):
                    "default: the served LoRA whose path is the adapter folder, else the folder's name.")
 @click.option("--concurrency", type=click.IntRange(1, 256), default=8, show_default=True,
               help="--backend openai: requests in flight at once (each retried with backoff on failure).")
-@click.option("--dtype", type=click.Choice(["float32", "bfloat16", "float16"]), default="float32", show_default=True,
-              help="Weights and activations dtype of either backend (float32 keeps greedy answers comparable "
-                   "across backends).")
+@click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]), default="auto", show_default=True,
+              help="Weights and activations dtype: auto is bfloat16 where the hardware has native bf16 (a GPU; a "
+                   "CPU with AVX512-BF16 or AMX), else float32. float32 keeps greedy answers comparable across "
+                   "backends and batch compositions; bf16 answers differ on part of the items.")
 @click.option("--vllm-arg", "vllm_args", multiple=True, metavar="KEY=VALUE",
               help="Keyword argument for vllm.LLM (repeatable), e.g. tensor_parallel_size=2, "
                    "pipeline_parallel_size=2, max_model_len=4096, gpu_memory_utilization=0.8. "
@@ -157,18 +169,20 @@ class _BatchSize(click.ParamType):
                    "safetensors adapter.")
 @click.option("--budget", "budget", type=_Budget(), default="auto", show_default=True,
               help="What the audit may spend on rules its suite left undecided: N more items (asked of base and "
-                   "adapter) drawn from the capabilities' pools in rounds, a time such as 10m or 90s, or auto "
+                   "adapter) drawn from the capabilities' pools in rounds, a time such as 10m or 90s, new tokens such "
+                   "as 20ktok (the cheapest decisions per token first), or auto "
                    "(the suite's item count on a CPU, twice it on a GPU; none with --limit); 0 judges on the "
                    "suite alone.")
 @click.option("--max-adapter-size", "max_adapter_size", default=None, metavar="SIZE",
               help="Refuse adapter weights files larger than SIZE (e.g. 500MB, 8GiB; default: "
                    "$AUDITOR_MAX_ADAPTER_SIZE, else 4GiB).")
 def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, suite: str, label: str | None, limit: int | None,
-            capabilities: tuple[str, ...], out: Path, batch_size: int | str, noise_floor: bool, no_cache: bool,
+            capabilities: tuple[str, ...], out: Path, batch_size: int | str, batching: str, noise_floor: bool,
+            no_cache: bool,
             data_dir: str | None, quiet: bool, verbose: bool, as_json: bool, fmt: str, baseline: str | None, backend: str,
             dtype: str, vllm_args: tuple[str, ...], endpoint: str | None, served_base: str | None,
             served_adapters: tuple[str, ...], concurrency: int, allow_bin: bool,
-            max_adapter_size: str | None, budget: tuple[int | None, float | None], chat_template: str) -> None:
+            max_adapter_size: str | None, budget: tuple[int | None, float | None, int | None], chat_template: str) -> None:
     """Audit ADAPTERS (PEFT adapter folders, their adapter_model.safetensors, or hub ids owner/name[@revision][:path/in/repo]).
 
     Several adapters of the same base are audited against one base pass; each
@@ -183,13 +197,13 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
     report_folders(adapters, out)  # checked before the options are: a folder that cannot hold reports fails first
 
     opts = AuditOptions(base=base, policy=policy, suite=suite, label=label, limit=limit,
-                        capabilities=capabilities, batch_size=batch_size, noise_floor=noise_floor, data_dir=data_dir,
+                        capabilities=capabilities, batch_size=batch_size, batching=batching, noise_floor=noise_floor, data_dir=data_dir,
                         cache=not no_cache, progress=not quiet, verbose=verbose, baseline=baseline, backend=backend, dtype=dtype,
                         vllm_args=parse_engine_args(vllm_args), endpoint=endpoint, served_base=served_base,
                         served_adapters=served_adapters, concurrency=concurrency, allow_bin=allow_bin,
                         max_adapter_bytes=None if max_adapter_size is None
                         else parse_size(max_adapter_size, "--max-adapter-size"),
-                        budget_items=budget[0], budget_seconds=budget[1], chat_template=chat_template)
+                        budget_items=budget[0], budget_seconds=budget[1], budget_tokens=budget[2], chat_template=chat_template)
     fmt = "json" if as_json else fmt
     if quiet:  # third-party tqdm bars too (transformers' GGUF conversion on a first run, weight loading);
         # tqdm reads TQDM_* when it is first imported, which happens later, with transformers

@@ -19,9 +19,16 @@ class AuditOptions:
     label: str | None = None
     limit: int | None = None
     capabilities: tuple[str, ...] = ()
-    #: items per generate call, or "auto" (chosen from free memory per generation budget)
-    batch_size: int | str = 24
-    dtype: str = "float32"
+    #: continuous batching: requests decoded at once; static: items per generate call; or "auto"
+    #: (continuous: measured, :mod:`auditor.backends.throughput`; static: what fits in half the free memory)
+    batch_size: int | str = "auto"
+    #: ``auto`` (bf16 where the hardware has native bf16, else fp32: :mod:`auditor.backends.hardware`),
+    #: ``float32``, ``bfloat16`` or ``float16``
+    dtype: str = "auto"
+    #: why ``dtype`` is what it is (``--dtype X``, or ``auto: ...``); set by the pipeline when it resolves ``auto``
+    dtype_reason: str = ""
+    #: hf backend: ``auto`` / ``continuous`` (transformers' continuous batching) / ``static`` (generate calls)
+    batching: str = "auto"
     #: local folder with standard benchmark files (``--data-dir`` / ``$AUDITOR_DATA_DIR``)
     data_dir: str | None = None
     #: replay the base variant with another batch composition and count changed answers
@@ -55,3 +62,5 @@ class AuditOptions:
     #: the CPU, twice them on a GPU; 0: no rounds) and seconds they may take (None: no time limit)
     budget_items: int | None = None
     budget_seconds: float | None = None
+    #: ``--budget Ntok``: new tokens (every variant's) the rounds may generate (None: no token limit)
+    budget_tokens: int | None = None

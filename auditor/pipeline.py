@@ -21,6 +21,8 @@ from .assembly import BaselineRun, Evidence, Run
 from .analysis import compare_metrics, drift_score
 from .analysis.noise_floor import noise_floor
 from .backends import BACKENDS, Backend, GenerationCache, choose_backend, fall_back_for
+from .backends.hardware import choose_dtype
+from .backends.vllm_compat import gpu_present
 from .backends.vllm_setup import EngineStartError
 from .errors import AuditInputError
 from .inspect import bin_adapter_file, convert_bin_adapter, inspect_adapter, preflight_adapter, resolve_base
@@ -97,6 +99,8 @@ def run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print) 
         backend_name, backend_reason = fall_back_for(opts.backend, backend_name, backend_reason, pre.config, pre.tensors)
         BACKENDS[backend_name].check_adapter(pre.weights, pre.config, pre.tensors)
         checked.append(pre)
+    dtype, dtype_reason = choose_dtype(opts.dtype, backend_name, backend_name != "openai" and gpu_present())
+    opts = replace(opts, dtype=dtype, dtype_reason=dtype_reason)
     suite = load_suite(opts.suite, limit=opts.limit, only=opts.capabilities, data_dir=opts.data_dir, scorers=SCORERS)
     units = {**preset_metric_units(SCORERS), **suite.metric_units}
     policy = load_policy(opts.policy, sorted(units), units)
@@ -187,7 +191,7 @@ def budget_for(opts: AuditOptions, suite: Suite, backend: Backend) -> Budget:
     """The rounds' budget: ``--budget`` items / seconds, or with ``auto`` the suite's item count on the
     CPU and twice it on a GPU or a server (where generation is cheap), and none with ``--limit``."""
     if opts.budget_items is not None:
-        return Budget(items=opts.budget_items, seconds=opts.budget_seconds)
+        return Budget(items=opts.budget_items, seconds=opts.budget_seconds, tokens=opts.budget_tokens)
     if opts.limit is not None:  # --limit is a quick look: no rounds unless --budget asks for them
         return Budget(items=0, seconds=opts.budget_seconds)
     cheap = backend.name in ("vllm", "openai") or str(getattr(backend, "device", "cpu")).startswith("cuda")
@@ -201,20 +205,28 @@ class _Spending:
 
     budget: Budget
     used_items: int = 0
+    used_tokens: int = 0
     started: float = field(default_factory=time.perf_counter)
 
     def left(self) -> int:
-        """Items still to spend (0 once the time is up)."""
+        """Items still to spend (0 once the time or the tokens are up)."""
         if self.budget.seconds is not None and time.perf_counter() - self.started >= self.budget.seconds:
             return 0
+        if self.budget.tokens is not None and self.used_tokens >= self.budget.tokens:
+            return 0
         return max(0, self.budget.items - self.used_items)
+
+    def tokens_left(self) -> float | None:
+        """New tokens still to spend (None: no token limit)."""
+        return None if self.budget.tokens is None else max(0.0, float(self.budget.tokens - self.used_tokens))
 
     def used_s(self) -> float:
         """Seconds since the budget started (results.json ``run.timings.rounds_s``)."""
         return round(time.perf_counter() - self.started, 3)
 
     def record(self, looks: int) -> Budget:
-        return replace(self.budget, looks=looks, used_items=self.used_items)
+        return replace(self.budget, looks=looks, used_items=self.used_items,
+                       used_tokens=self.used_tokens if self.budget.tokens is not None else None)
 
 
 def _analyse(run: Run, suite: Suite, scores: list[Score], prev_scores: list[Score], variant: str, label: str | None,
@@ -269,7 +281,7 @@ def _one_result(run: Run, variant: Variant, adapter_gens: list[Generation], log:
         verdict = judged(last=not more)
         undecided = verdict.undecided
         if undecided:
-            fresh_items = _draw(run, suite, undecided, pools, spent)
+            fresh_items = _draw(run, suite, undecided, pools, spent, _tokens_per_item(suite, generations))
             if not fresh_items:  # the pools are spent: decide on what there is
                 verdict = judged(last=True)
         rounds.append(Round(look=look, items=_per_capability(suite.items),
@@ -285,6 +297,7 @@ def _one_result(run: Run, variant: Variant, adapter_gens: list[Generation], log:
         names = ("base", variant.name, *(("baseline",) if run.baseline else ()))
         fresh = run.backend.generate(plan_requests(replace(suite, items=tuple(new)), names))
         new_items = {i.id: i for i in new}
+        spent.used_tokens += sum(g.n_tokens for g in fresh)
         generations += [g for g in fresh if g.variant in ("base", variant.name)]
         scores += score_all(new_items, [g for g in fresh if g.variant in ("base", variant.name)], run.scorer_of)
         if run.baseline:
@@ -301,6 +314,18 @@ def _one_result(run: Run, variant: Variant, adapter_gens: list[Generation], log:
     return assembly.result(run, variant, ev)
 
 
+def _tokens_per_item(suite: Suite, generations: list[Generation]) -> dict[str, float]:
+    """Capability → mean new tokens of one item so far, every variant's answers together (what one more
+    item of it will likely cost)."""
+    cap = {i.id: i.capability for i in suite.items}
+    tokens: dict[str, int] = {}
+    for g in generations:
+        if g.item_id in cap:
+            tokens[cap[g.item_id]] = tokens.get(cap[g.item_id], 0) + g.n_tokens
+    n = _per_capability(suite.items)
+    return {c: t / n[c] for c, t in tokens.items() if n.get(c)}
+
+
 def _per_capability(items: Iterable[Item]) -> dict[str, int]:
     """Capability → number of items."""
     out: dict[str, int] = {}
@@ -310,38 +335,64 @@ def _per_capability(items: Iterable[Item]) -> dict[str, int]:
 
 
 def round_sizes(undecided: list[RuleOutcome], have: dict[str, int], available: dict[str, int],
-                budget_left: int) -> dict[str, int]:
+                budget_left: int, tokens_per_item: dict[str, float] | None = None,
+                tokens_left: float | None = None) -> dict[str, int]:
     """How many new items each capability gets in the next round: as many as it has (its sample
-    doubles), capped by its pool, in order of how likely its undecided rules are to fail (the largest
-    movement relative to its limit first), until the budget is spent.
+    doubles), capped by its pool, until the budget is spent, the capability whose undecided rules are
+    cheapest to decide first.
+
+    Cheapest: with ``tokens_per_item`` (what one item cost so far: the base's and the adapter's new
+    tokens, known after the first look), the tokens the capability would likely need to decide its
+    rules, ``(items_to_decide − have) × tokens per item`` (the largest among its rules; ``have`` where
+    a rule has no estimate); ties, and every capability without a cost, in order of how likely its
+    undecided rules are to fail (the largest movement relative to its limit first).
 
     Args:
         undecided: the look's undecided rules (each names its capabilities).
         have: capability → items judged so far.
         available: capability → items left in its pool.
         budget_left: items the rounds may still add.
+        tokens_per_item: capability → new tokens per item so far (both variants), or None.
+        tokens_left: new tokens the rounds may still generate (``--budget Ntok``; None: no token limit):
+            a capability gets the items whose expected tokens fit.
+
+    Returns:
+        capability → items to draw (capabilities that get none left out).
     """
     urgency: dict[str, float] = {}
+    need: dict[str, int] = {}
     for r in undecided:
         ratio = (r.value or 0.0) / r.limit if r.limit else 0.0
         for c in r.capabilities:
             urgency[c] = max(urgency.get(c, float("-inf")), ratio)
+            more = (r.items_to_decide - have.get(c, 0)) if r.items_to_decide else have.get(c, 0)
+            need[c] = max(need.get(c, 0), max(1, more))
+    cost = tokens_per_item or {}
+
+    def order(c: str) -> tuple[float, float, str]:
+        return (need[c] * cost[c] if c in cost else float("inf"), -urgency[c], c)
+
     out: dict[str, int] = {}
-    for cap in sorted(urgency, key=lambda c: (-urgency[c], c)):
+    for cap in sorted(urgency, key=order):
         n = min(have.get(cap, 0), available.get(cap, 0), budget_left)
+        if tokens_left is not None and cost.get(cap):
+            n = min(n, int(tokens_left // cost[cap]))
         if n > 0:
             out[cap] = n
             budget_left -= n
+            if tokens_left is not None:
+                tokens_left -= n * cost.get(cap, 0.0)
     return out
 
 
-def _draw(run: Run, suite: Suite, undecided: list[RuleOutcome], pools: dict[str, Pool], spent: _Spending) -> list[Item]:
+def _draw(run: Run, suite: Suite, undecided: list[RuleOutcome], pools: dict[str, Pool], spent: _Spending,
+          tokens_per_item: dict[str, float]) -> list[Item]:
     """The next round's items (:func:`round_sizes`), drawn from the capabilities' pools."""
     for cap in dict.fromkeys(c for r in undecided for c in r.capabilities):
         if cap not in pools:
             pools[cap] = load_pool(suite, cap, run.opts.data_dir, run.policy.statistics.seed)
     sizes = round_sizes(undecided, _per_capability(suite.items), {c: p.remaining for c, p in pools.items()},
-                        spent.left())
+                        spent.left(), tokens_per_item, spent.tokens_left())
     out: list[Item] = []
     for cap, n in sizes.items():
         drawn = pools[cap].draw(n)

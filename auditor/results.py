@@ -177,6 +177,8 @@ class RunRecord:
     backend: str
     backend_reason: str | None = field(default=None, metadata=_OMIT)
     dtype: str
+    #: why: ``--dtype X``, or ``auto: ...`` (the hardware's native bf16, or its absence)
+    dtype_reason: str | None = field(default=None, metadata=_OMIT)
     batch_size: int | str
     limit: int | None
     batch_sizes_used: Mapping[str, int] | None = field(default=None, metadata=_OMIT)
@@ -188,6 +190,9 @@ class RunRecord:
     cache: Mapping[str, Any] | None = field(default=None, metadata=_OMIT)
     adapters_in_run: int | None = field(default=None, metadata=_OMIT)
     vllm: Mapping[str, Any] | None = field(default=None, metadata=_OMIT)
+    #: the hf backend's engine: ``batching`` (continuous / static), each continuous stream (variant, requests,
+    #: slots, new tokens, seconds) and how ``--batch-size auto`` chose the slots
+    hf: Mapping[str, Any] | None = field(default=None, metadata=_OMIT)
     openai: Mapping[str, Any] | None = field(default=None, metadata=_OMIT)
     model_loaded: bool | None = field(default=None, metadata=_OMIT)
     #: one record per look: the items judged per capability, the items its round added, the rules

@@ -23,7 +23,13 @@ Ratios printed (goal in brackets):
     ``until: []``, the same ``max_gen_toks``, ``--limit n``,
     ``apply_chat_template=True``, the same batch size;
 (d) audits of 1, 2 and 4 adapters in one run (cache off): cost should grow
-    like 1 base pass + N adapter passes.
+    like 1 base pass + N adapter passes;
+(e) throughput (``benchmarks/engine_throughput.py``): the README's demo audit (smoke suite, every
+    round, cache off) in new tokens/s over its whole generation stage, beside the raw engine's best
+    tokens/s (a batch sweep of plain ``model.generate`` with forced tokens on the suite's prompts, in
+    the audit's dtype), their ratio [>= 0.8], ms per step, and the hardware's limits (FLOPs per token
+    against the cores' peak, bytes per step against the memory bandwidth). ``--parts e`` needs no
+    ``--data-dir``.
 
 ``--suite NAME`` runs (b) and (d) on a suite preset or manifest instead (e.g.
 ``smoke``, what ``audit`` runs by default on a CPU), as a user's audit would.
@@ -172,7 +178,9 @@ def timed_audit(args: argparse.Namespace, suite_path: Path | str, adapters: list
                 no_cache: bool = False) -> tuple[float, list[dict]]:
     """Wall time of the `audit` command as a user runs it (new process: imports, load, generate, score, report)."""
     cmd = [sys.executable, "-m", "auditor.cli", *map(str, adapters), "--suite", str(suite_path), "--data-dir",
-           str(args.data_dir), "--batch-size", str(args.batch_size), "--out", str(out)]
+           str(args.data_dir), "--batch-size", str(args.batch_size), "--out", str(out),
+           # parts b-d as they were first measured (fp32, static batching); part e measures today's defaults
+           "--dtype", "float32", "--batching", "static"]
     if args.backend == "vllm":
         cmd += ["--backend", "vllm", "--vllm-arg", f"max_model_len={VLLM_MAX_MODEL_LEN}"]
     t0 = time.perf_counter()
@@ -296,7 +304,8 @@ def machine() -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-dir", required=True, type=Path)
+    ap.add_argument("--data-dir", type=Path, default=None, help="IFEval / GSM8K files (parts a-d)")
+    ap.add_argument("--audit-arg", action="append", default=[], help="part e: an extra audit argument (--dtype float32)")
     ap.add_argument("--n", type=int, default=16, help="items per capability (IFEval, GSM8K)")
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--parts", default="abcd")
@@ -314,10 +323,16 @@ def main() -> int:
     if args.suite and set(args.parts) - set("bd"):
         ap.error("--suite goes with --parts b, d or bd: (a) and (c) run the benchmark's own items")
 
+    if set(args.parts) - set("e") and args.data_dir is None:
+        ap.error("--data-dir is needed for parts a-d")
     work = Path(tempfile.mkdtemp(prefix="bench-audit-"))
     base = resolve_base(None)
-    suite_path = args.suite or suite_manifest(work, args.n)
-    suite = load_suite(str(suite_path), data_dir=str(args.data_dir), scorers=SCORERS)
+    if args.parts == "e":
+        suite_path: Path | str = "smoke"
+        suite = load_suite("smoke", scorers=SCORERS)
+    else:
+        suite_path = args.suite or suite_manifest(work, args.n)
+        suite = load_suite(str(suite_path), data_dir=str(args.data_dir), scorers=SCORERS)
     runs = iter(range(10**6))
 
     def audit(adapters: list[Path], no_cache: bool = False) -> tuple[float, list[dict]]:
@@ -390,13 +405,21 @@ def main() -> int:
         say(f"(d) one run with 1 / 2 / 4 adapters (cache off): {t[1]:.1f} / {t[2]:.1f} / {t[4]:.1f} s; each "
             f"extra adapter +{t[2] - t[1]:.1f} / +{per_adapter:.1f} s; 4 separate audits would take about "
             f"{4 * t[1]:.1f} s ({4 * t[1] / t[4]:.2f}x the one run)")
+    if "e" in args.parts:
+        from engine_throughput import part_e  # noqa: E402  (benchmarks/, the script's own folder)
+
+        res["e"], e_lines = part_e(base.path, load_suite("smoke", scorers=SCORERS), args.audit_arg)
+        for line in e_lines:
+            say(line)
     print(json.dumps(res, indent=2, default=str))
     if args.write:
         text = args.write.read_text() if args.write.is_file() else "# Benchmark results\n"
-        cmd = (f"HF_HUB_OFFLINE=1 python benchmarks/bench_audit.py --data-dir DATA --n {args.n} "
-               f"--batch-size {args.batch_size} --parts {args.parts} --backend {args.backend} --write {args.write}"
-               + (f" --suite {args.suite}" if args.suite else ""))
+        cmd = (f"HF_HUB_OFFLINE=1 python benchmarks/bench_audit.py{' --data-dir DATA' if args.data_dir else ''} "
+               f"--n {args.n} --batch-size {args.batch_size} --parts {args.parts} --backend {args.backend} "
+               f"--write {args.write}" + (f" --suite {args.suite}" if args.suite else "")
+               + "".join(f" --audit-arg={a}" for a in args.audit_arg))
         tag = ("bench_audit" if args.backend == "hf" else f"bench_audit_{args.backend}") + (
+            "_e" if args.parts == "e" else "") + "".join(f"_{re.sub(r'[^A-Za-z0-9]+', '', a)}" for a in args.audit_arg) + (
             f"_{re.sub(r'[^A-Za-z0-9]+', '_', Path(args.suite).stem)}" if args.suite else "")
         block = (f"<!-- {tag}:begin -->\n" f"Command: `{cmd}`\n\n```\n" + "\n".join(lines) + "\n```\n"
                  f"<!-- {tag}:end -->")

@@ -1,15 +1,24 @@
 #!/usr/bin/env bash
-# Set up, then audit the deliberately mislabelled demo adapter on the embedded
-# default base (SmolLM2-135M-Instruct) and write the report to reports/demo/.
+# Set up, then audit two demo adapters on the embedded default base (SmolLM2-135M-Instruct) in one run
+# (one base pass): the mislabelled terse-instruct-r8 (FAIL) and the zoo's math-good (PASS).
+# The reports go to reports/demo/<adapter>/, the side-by-side index to reports/demo/index.html.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 set +e
-.venv/bin/audit examples/adapters/terse-instruct-r8 --out reports/demo "$@"
+.venv/bin/audit examples/adapters/terse-instruct-r8 examples/zoo/math-good --out reports/demo "$@"
 rc=$?
 set -e
-if [ "$rc" -eq 1 ]; then
-  echo "demo: verdict FAIL, as expected: this adapter is labelled 'instruction' but its training did not teach instruction following (see reports/demo/report.html)"
+[ "$rc" -le 1 ] || exit "$rc"
+# exit 1 means some adapter failed: the demo expects exactly terse-instruct-r8 to
+verdicts=$(.venv/bin/python -c 'import json, pathlib
+print(" ".join(f"{p.parent.name}={json.loads(p.read_text())[\"verdict\"][\"verdict\"]}"
+               for p in sorted(pathlib.Path("reports/demo").glob("*/results.json"))))')
+echo "demo: $verdicts (open reports/demo/index.html)"
+if [ "$verdicts" = "math-good=pass terse-instruct-r8=fail" ]; then
+  echo "demo: as expected: terse-instruct-r8 is labelled 'instruction' but was trained on terse arithmetic answers"
+  echo "      (a label mismatch, FAIL); math-good is labelled 'math' and improves numeric match (PASS)"
   exit 0
 fi
-exit "$rc"
+echo "demo: not the expected verdicts (math-good=pass terse-instruct-r8=fail)" >&2
+exit 1

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..records import (AdapterConfig, AdapterInfo, AdapterTensor, BaseModel, Generation, Item, PromptTemplate, Request,
+from ..records import (AdapterConfig, AdapterTensor, BaseModel, Generation, Item, PromptTemplate, Request,
                        Variant)
 from .cache import GenerationCache, generation_key
 

@@ -9,7 +9,6 @@ the paired comparison is not confounded by padding and the weights are read once
 
 from __future__ import annotations
 
-import json
 import tempfile
 import time
 from pathlib import Path
@@ -17,85 +16,17 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import AuditInputError
-from ..records import AdapterConfig, AdapterInfo, BaseModel, Generation, Item, Request, Variant, VocabResize
+from ..records import AdapterConfig, BaseModel, Generation, Item, Request, Variant, VocabResize
 from ..util.versions import versions
 from .base import CachedBackend, adapter_folders
+from .hf_peft import (as_the_tensors_say as _as_the_tensors_say, base_vocabulary_only as _base_vocabulary_only,
+                      drop_adapter_names_hooks as _drop_adapter_names_hooks, holds_dora as _holds_dora,
+                      shared_vocab_resize)
 from .batching import auto_batch_size, batches as _batches, free_memory_bytes as _free_memory_bytes
 from .cache import GenerationCache
 
 if TYPE_CHECKING:
     from ..options import AuditOptions
-
-
-def _drop_adapter_names_hooks(model: Any) -> None:
-    """Remove the pre-forward hooks that peft's ``generate(adapter_names=...)`` left on
-    the LoRA layers: peft removes them after a normal return only (no ``finally``
-    in ``LoraModel._enable_peft_forward_hooks``), so after a refused mixed batch
-    every later call would still get the stale ``adapter_names``."""
-    for m in model.modules():
-        for hook_id, hook in list(m._forward_pre_hooks.items()):
-            if getattr(getattr(hook, "func", None), "__name__", "") == "_adapter_names_pre_forward_hook":
-                del m._forward_pre_hooks[hook_id]
-                m._forward_pre_hooks_with_kwargs.pop(hook_id, None)
-
-
-def _holds_dora(folder: Path) -> bool:
-    """Whether the adapter's weights hold DoRA magnitudes (header only; see :mod:`auditor.inspect.tensors`):
-    for a backend built without the inspection's answer (``HFBackend(inspected=None)``)."""
-    from safetensors import safe_open
-
-    from peft.utils import SAFETENSORS_WEIGHTS_NAME as WEIGHTS_NAME  # the file auditor.inspect.paths.WEIGHTS_NAME names
-
-    with safe_open(str(folder / WEIGHTS_NAME), framework="pt") as f:
-        return any("lora_magnitude_vector" in k for k in f.keys())
-
-
-def _as_the_tensors_say(folder: Path, dora: bool, scratch: Path, config: AdapterConfig | None = None) -> Path:
-    """The adapter folder PEFT should load: ``folder`` itself, or, when ``use_dora`` in
-    its config disagrees with the weights (``dora``: they hold DoRA magnitudes;
-    the tensors decide), ``scratch`` holding a corrected copy of the config and a
-    link to the weights. ``config``: the inspection's parsed config (the file is then read only to
-    copy it, when it disagrees)."""
-    from peft.utils import CONFIG_NAME, SAFETENSORS_WEIGHTS_NAME as WEIGHTS_NAME
-
-    if config is not None and config.use_dora == dora:
-        return folder
-    cfg = json.loads((folder / CONFIG_NAME).read_text(encoding="utf-8"))
-    if bool(cfg.get("use_dora")) == dora:
-        return folder
-    scratch.mkdir(parents=True)
-    (scratch / CONFIG_NAME).write_text(json.dumps(cfg | {"use_dora": dora}), encoding="utf-8")
-    (scratch / WEIGHTS_NAME).symlink_to((folder / WEIGHTS_NAME).resolve())
-    return scratch
-
-
-def _base_vocabulary_only(rows: list[int], base_size: int) -> Any:
-    """A transformers ``LogitsProcessor`` that gives the tokens at ids ``base_size`` and above a score of
-    -inf in the batch rows ``rows`` (the variants run on the base's vocabulary, in a model whose
-    embeddings were resized for an adapter's added tokens), so their greedy answers are the base's."""
-    import torch
-    from transformers import LogitsProcessor
-
-    class BaseVocabularyOnly(LogitsProcessor):
-        def __call__(self, input_ids: Any, scores: Any) -> Any:
-            scores[torch.tensor(rows, device=scores.device), base_size:] = -float("inf")
-            return scores
-
-    return BaseVocabularyOnly()
-
-
-def shared_vocab_resize(resized: dict[str, VocabResize]) -> VocabResize | None:
-    """The one resized vocabulary the adapters of a run need (variant → its :class:`VocabResize`), or None.
-
-    Raises:
-        AuditInputError: two adapters need vocabularies of different sizes (one model cannot hold both).
-    """
-    sizes = {r.size for r in resized.values()}
-    if len(sizes) > 1:
-        raise AuditInputError("--backend hf", f"the adapters were trained with vocabularies of {sorted(sizes)} tokens; "
-                                              "one model's embeddings can be resized to one of them only: audit them "
-                                              "in separate runs")
-    return next(iter(resized.values()), None)
 
 
 class HFBackend(CachedBackend):
@@ -135,6 +66,11 @@ class HFBackend(CachedBackend):
             vocabulary (ids at and above the base's size never generated).
         inspected: variant → (whether its weights hold DoRA magnitudes, its parsed config), as inspection
             found them (:class:`~auditor.records.AdapterInfo`); None reads the weights' header again.
+        batching: ``continuous`` (transformers' continuous batching, one stream per variant:
+            :mod:`auditor.backends.hf_stream`; ``batch_size`` is then the requests decoded at once),
+            ``static`` (``generate`` calls of ``batch_size`` items, every variant of an item in the same
+            call), or ``auto``: continuous, static for a resized vocabulary (whose base rows need a
+            per-row vocabulary mask).
 
     Raises:
         AuditInputError: adapters of different resized vocabularies, or an adapter tokenizer that cannot
@@ -147,7 +83,7 @@ class HFBackend(CachedBackend):
                  dtype: str = "float32", cache: GenerationCache | None = None, base_digest: str = "",
                  mix_variants: bool | str = "auto", device: str = "auto",
                  vocab_resize: dict[str, VocabResize] | None = None,
-                 inspected: dict[str, tuple[bool, AdapterConfig | None]] | None = None):
+                 inspected: dict[str, tuple[bool, AdapterConfig | None]] | None = None, batching: str = "auto"):
         import torch
 
         super().__init__(base_path, adapters, dtype, cache, base_digest, batch_size)
@@ -168,6 +104,14 @@ class HFBackend(CachedBackend):
         if mix_variants == "auto":
             mix_variants = not self.device.startswith("cuda")
         self.mix_variants = bool(mix_variants) and not any(self.dora.values())
+        if batching not in ("auto", "continuous", "static"):
+            raise ValueError(f"batching must be auto, continuous or static, not {batching!r}")
+        #: ``continuous`` or ``static`` (see the class doc)
+        self.batching = ("static" if self.resize is not None else "continuous") if batching == "auto" else batching
+        #: each continuous-batching stream of the run: variant, requests, slots (results.json ``run.hf``)
+        self.streams: list[dict[str, Any]] = []
+        #: how ``--batch-size auto`` chose the slots (:mod:`auditor.backends.throughput`), once it did
+        self.slots_choice: Any = None
 
     @classmethod
     def create(cls, opts: "AuditOptions", base: BaseModel, variants: Sequence[Variant], cache: GenerationCache,
@@ -175,7 +119,7 @@ class HFBackend(CachedBackend):
         resized = {v.name: v.info.vocab_resize for v in variants if v.info.vocab_resize is not None}
         return cls(base.path, adapter_folders(variants), batch_size=opts.batch_size, dtype=opts.dtype, cache=cache,
                    base_digest=base_digest, vocab_resize=resized,
-                   inspected={v.name: (v.info.dora, v.info.config) for v in variants})
+                   inspected={v.name: (v.info.dora, v.info.config) for v in variants}, batching=opts.batching)
 
     def _load(self):
         """The base model with every adapter attached (each as its own peft adapter, named by its variant)."""
@@ -183,6 +127,12 @@ class HFBackend(CachedBackend):
 
         model = AutoModelForCausalLM.from_pretrained(str(self.base_path), dtype=getattr(self.torch, self.dtype),
                                                      device_map=self.device)
+        if self.device == "cpu":
+            # weights loaded without a dtype conversion stay views of the memory-mapped safetensors file,
+            # whose pages the kernel may evict and read back from disk mid-run (seen here: 1.2 s a step):
+            # copy them into the process's own memory (tied weights stay tied: one Parameter)
+            for param in model.parameters():
+                param.data = param.data.clone()
         if self.resize is not None:
             self._resize_embeddings(model)
         with tempfile.TemporaryDirectory(prefix="auditor-adapter-") as tmp:
@@ -230,9 +180,18 @@ class HFBackend(CachedBackend):
 
     def settings(self) -> dict:
         """Generation settings and backend versions: part of every cache key."""
-        return {"backend": self.name, "device": self.device.split(":")[0], "decoding": "greedy", "dtype": self.dtype,
-                "batch_size": self.batch_size, "mixed_variants": self.mix_variants,
-                "versions": versions(("torch", "transformers", "peft"))}
+        out = {"backend": self.name, "device": self.device.split(":")[0], "decoding": "greedy", "dtype": self.dtype,
+               "batch_size": self.batch_size, "mixed_variants": self.mix_variants,
+               "versions": versions(("torch", "transformers", "peft"))}
+        # the engine path keys the answers: a continuous stream's are never mixed with static generate's
+        # (the static path's key is what it always was, so its cached answers stay valid)
+        return out | {"batching": "continuous", "mixed_variants": False} if self.batching == "continuous" else out
+
+    def run_info(self, variant: str) -> dict[str, Any]:
+        """What results.json records of the engine (``run.hf``): the batching path and the requests decoded at
+        once (continuous: per stream; static: items per call)."""
+        return {"batching": self.batching, "streams": list(self.streams),
+                "slots": None if self.slots_choice is None else self.slots_choice.as_dict()}
 
     def _generate_batch(self, prompts: list[str], max_new_tokens: int, variants: list[str] | None = None,
                         adapter_names: list[str] | None = None) -> list[tuple[str, int]]:
@@ -313,39 +272,99 @@ class HFBackend(CachedBackend):
     def generate(self, requests: list[Request], split_small: bool = False, use_cache: bool = True) -> list[Generation]:
         """Generate all requests; returns one Generation per request (same order).
 
-        Requests found in the cache are not generated. The items with any
-        miss are batched by :func:`_batches` (budget group, prompt length) and
-        each batch carries every variant its items still need, in one
-        ``generate`` call where peft allows (:meth:`_generate_rows`).
-        ``split_small`` cuts budget groups that fit in one batch in two (see
-        :func:`_batches`); ``use_cache=False`` neither reads nor writes the cache
-        (the noise-floor replay).
+        Requests found in the cache are not generated. With continuous batching the rest go to the
+        engine as one stream per variant (:meth:`_generate_streams`); with static batching the items
+        with any miss are batched by :func:`_batches` (budget group, prompt length) and each batch
+        carries every variant its items still need, in one ``generate`` call where peft allows
+        (:meth:`_generate_rows`). ``split_small`` cuts budget groups that fit in one batch in two (see
+        :func:`_batches`); ``use_cache=False`` neither reads nor writes the cache (the noise-floor replay).
 
         Raises:
             ValueError: an ``adapter`` request was given but no adapter is loaded.
+            StreamError: the continuous-batching loop failed.
         """
         p = self._lookup(requests, use_cache)
-        variants, todo, rendered = p.variants, p.todo, p.rendered
         if p.n_todo == 0:
             return p.ordered(requests)
-        # items with anything to generate; each batch carries every missing variant of its items,
-        # so base and adapter answers of an item come from the same generate call (same padding)
+        self.model  # load before the clock starts: generate_s is generation only
+        t0 = time.perf_counter()
+        with self._progress() as progress:
+            desc = ", ".join(f"{len(p.todo[v])} {v}" for v in p.variants if p.todo[v])
+            task = progress.add_task(f"hf · {desc}", total=p.n_todo)
+            if self.batching == "continuous":
+                self._generate_streams(p, lambda n: progress.advance(task, n))
+            else:
+                self._generate_static(p, split_small, lambda n: progress.advance(task, n))
+        self.stats.generate_s += time.perf_counter() - t0
+        return p.ordered(requests)
+
+    def _generate_streams(self, p: Any, advance: Callable[[int], None]) -> None:
+        """Each variant's missing requests as one continuous-batching stream (the base with the adapters
+        disabled, an adapter as the active one), ``batch_size`` requests decoded at once."""
+        import contextlib
+
+        from .hf_stream import stream_generate
+
+        config = self._stream_generation_config(max(it.max_new_tokens for v in p.variants for it in p.todo[v]))
+        for variant in p.variants:
+            items = p.todo[variant]
+            if not items:
+                continue
+            tok = self.tokenizer_for(variant)
+            ids = [tok(p.rendered[(it.id, variant)], add_special_tokens=False)["input_ids"] for it in items]
+            if variant == "base" and self.adapters:
+                scope: Any = self.model.disable_adapter()
+            else:
+                scope = contextlib.nullcontext()
+                if variant != "base":
+                    self.model.set_adapter(variant)
+            slots = self._slots()
+            t0 = time.perf_counter()
+            with scope:  # (not inference_mode: the library's loop thread writes the tensors warmup makes)
+                rows = stream_generate(self.model, ids, [it.max_new_tokens for it in items], slots=slots,
+                                       generation_config=config, on_done=advance)
+            seconds, tokens = time.perf_counter() - t0, 0
+            for it, row in zip(items, rows):
+                text, n = self._decode(row, variant)
+                tokens += n
+                self._record(p, it, variant, text, n)
+            self.streams.append({"variant": variant, "requests": len(items), "slots": min(slots, len(items)),
+                                 "new_tokens": tokens, "seconds": round(seconds, 3)})
+
+    def _stream_generation_config(self, max_new_tokens: int) -> Any:
+        """Greedy decoding with the model's own EOS ids (what static ``generate`` stops on)."""
+        from transformers import GenerationConfig
+
+        own = getattr(self.model, "generation_config", None)
+        eos = getattr(own, "eos_token_id", None)
+        return GenerationConfig(do_sample=False, eos_token_id=eos if eos is not None else self.tokenizer.eos_token_id,
+                                pad_token_id=self.tokenizer.pad_token_id, max_new_tokens=max_new_tokens)
+
+    def _slots(self) -> int:
+        """Requests decoded at once in a stream: ``batch_size``, or with ``auto`` the count beyond which this
+        machine's tokens per second stop rising (:func:`auditor.backends.throughput.best_slots`, measured
+        once per model shape and machine, then cached)."""
+        if self.batch_size != "auto":
+            return int(self.batch_size)
+        from .throughput import best_slots
+
+        if self.slots_choice is None:
+            self.slots_choice = best_slots(self.model, self.dtype, self.device)
+        return self.slots_choice.slots
+
+    def _generate_static(self, p: Any, split_small: bool, advance: Callable[[int], None]) -> None:
+        """The static path: ``generate`` calls of ``batch_size`` items, every missing variant of an item in the
+        same call, so base and adapter answers of an item come from the same call (same padding)."""
+        variants, todo, rendered = p.variants, p.todo, p.rendered
         todo_items = list({it.id: it for v in variants for it in todo[v]}.values())
         missing = {v: {it.id for it in todo[v]} for v in variants}
         # an item's length for batching: its longest prompt (variants may have their own chat template)
         plen = {it.id: max(len(self.tokenizer_for(v)(rendered[(it.id, v)], add_special_tokens=False)["input_ids"])
                            for v in variants if it.id in missing[v]) for it in todo_items}
-        self.model  # load before the clock starts: generate_s is generation only
-        t0 = time.perf_counter()
-        with self._progress() as progress:
-            desc = ", ".join(f"{len(todo[v])} {v}" for v in variants if todo[v])
-            task = progress.add_task(f"hf · {desc}", total=p.n_todo)
-            size = self._batch_size_for(plen, sum(1 for v in variants if missing[v]))
-            for batch in _batches(todo_items, size, plen, split_small):
-                rows = [(it, v) for v in variants for it in batch if it.id in missing[v]]
-                outs = self._generate_rows(rows, [rendered[(it.id, v)] for it, v in rows])
-                for (it, variant), (text, n) in zip(rows, outs):
-                    self._record(p, it, variant, text, n)
-                progress.advance(task, len(rows))
-        self.stats.generate_s += time.perf_counter() - t0
-        return p.ordered(requests)
+        size = self._batch_size_for(plen, sum(1 for v in variants if missing[v]))
+        for batch in _batches(todo_items, size, plen, split_small):
+            rows = [(it, v) for v in variants for it in batch if it.id in missing[v]]
+            outs = self._generate_rows(rows, [rendered[(it.id, v)] for it, v in rows])
+            for (it, variant), (text, n) in zip(rows, outs):
+                self._record(p, it, variant, text, n)
+            advance(len(rows))

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import AuditInputError
 from ..util.versions import versions
-from ..records import AdapterInfo, BaseModel, Variant, Generation, Item, Request
+from ..records import BaseModel, Variant, Generation, Item, Request
 from .base import CachedBackend, adapter_folders
 from .cache import GenerationCache
 

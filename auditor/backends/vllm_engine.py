@@ -52,7 +52,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AuditInputError
-from ..records import AdapterConfig, AdapterInfo, AdapterTensor, BaseModel, Variant, Generation, Item, Request
+from ..records import AdapterConfig, AdapterTensor, BaseModel, Variant, Generation, Item, Request
 from ..util.versions import versions
 from .base import CachedBackend, adapter_folders
 from .cache import GenerationCache
@@ -138,7 +138,7 @@ class VLLMBackend(CachedBackend):
         adapters, infos = adapter_folders(variants), [v.info for v in variants]
         return cls(base.path, adapters, max_rank=max(i.max_rank for i in infos), dtype=opts.dtype, cache=cache,
                    base_digest=base_digest, engine_args=opts.vllm_args, verbose=opts.verbose,
-                   user_dtype=opts.dtype != "float32")
+                   user_dtype=opts.dtype_reason.startswith("--dtype"))
 
     def _lora_request(self, variant: str):
         if variant == "base":

@@ -60,9 +60,13 @@ class Budget:
         looks: the looks planned before any data (the policy's ``looks``, or 1 when no round can be
             bought), for the alpha-spending plan (:func:`auditor.policy.decisions.alpha_at_look`).
         used_items: items the rounds drew.
+        tokens: new tokens the rounds may generate, every variant's together (``--budget 20ktok``; None:
+            no token limit); used_tokens: what they generated (with a token limit only).
     """
 
     items: int
     seconds: float | None = None
     looks: int = 1
     used_items: int = 0
+    tokens: int | None = field(default=None, metadata=_OMIT)
+    used_tokens: int | None = field(default=None, metadata=_OMIT)
