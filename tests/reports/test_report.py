@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import io
 import json
@@ -36,6 +37,12 @@ def _typed(r):
     return AuditResult.from_dict(r)
 
 
+def _complete(r):
+    """A results.json mapping as the writer writes it: every key of the records (their defaults where the
+    hand-written mapping leaves one out)."""
+    return AuditResult.from_dict(r).to_dict()
+
+
 def _results():
     items = []
     for i, (b, a) in enumerate([(1.0, 0.0), (0.0, 1.0), (1.0, 1.0)]):
@@ -44,13 +51,16 @@ def _results():
                       "base": {"text": "base " + HOSTILE, "n_tokens": 3, "scores": {"numeric_match": b}, "detail": {}},
                       "adapter": {"text": "adapter " + HOSTILE, "n_tokens": 3, "scores": {"numeric_match": a},
                                   "detail": {}}})
-    return {
-        "schema_version": 5,
+    return _complete({
+        "schema_version": 6,
         "verdict": {"verdict": "fail", "warnings": [HOSTILE],
-                    "rules": [{"rule": "math.numeric_match: max drop", "outcome": "fail", "reason": "r " + HOSTILE,
+                    "rules": [{"rule": "math.numeric_match: max drop", "rule_id": "math.numeric_match/max-drop",
+                               "kind": "limit", "metric": "math.numeric_match", "outcome": "fail",
+                               "reason": "r " + HOSTILE,
                                "value": 1, "limit": 0, "mode": "point", "decision": "fail", "ci": [-10.0, 70.0],
                                "p_value": None, "p_adjusted": None, "n_items": 3},
-                              {"rule": "declared base matches", "outcome": "warn", "reason": "w", "value": None,
+                              {"rule": "declared base matches", "rule_id": "declared-base-matches",
+                               "kind": "declared_base", "outcome": "warn", "reason": "w", "value": None,
                                "limit": None, "mode": None, "decision": None, "ci": None, "p_value": None,
                                "p_adjusted": None, "n_items": None}]},
         "adapter": {"path": "x/" + HOSTILE, "weights_file": "w", "sha256": "0" * 64, "peft_type": "LORA", "r": 8,
@@ -77,7 +87,7 @@ def _results():
         "run": {"backend": "hf", "dtype": "float32", "batch_size": 4, "limit": None, "decoding": "greedy",
                 "new_tokens": {}, "timings": {"load_s": 1, "generate_s": 2, "total_s": 3}, "versions": {"python": "3"},
                 "auditor_version": "0", "created_at": "now", "capabilities": ["math"]},
-    }
+    })
 
 
 def test_html_escapes_model_output_and_shows_regression_first():
@@ -222,13 +232,16 @@ def test_control_characters_do_not_reach_junit_or_markdown():
 def _with_baseline():
     r = _results()
     prev = dict(r["comparisons"][0], base=1.0, adapter=2 / 3, delta=-33.3, ci_low=-66.7, ci_high=0.0)
-    r["baseline"] = {"adapter": {"path": "adapters/v1-" + HOSTILE, "sha256": "c" * 64}, "comparisons": [prev]}
-    r["verdict"]["rules"].append({"rule": "vs previous release: math.numeric_match: max drop", "outcome": "fail",
+    r["baseline"] = {"adapter": dict(r["adapter"], path="adapters/v1-" + HOSTILE, sha256="c" * 64),
+                     "comparisons": [prev]}
+    r["verdict"]["rules"].append({"rule": "vs previous release: math.numeric_match: max drop",
+                                  "rule_id": "baseline/math.numeric_match/max-drop", "kind": "baseline_limit",
+                                  "metric": "math.numeric_match", "outcome": "fail",
                                   "reason": "math.numeric_match dropped by 33.3 points (100.0 → 66.7, previous → "
                                             "candidate)", "value": 33.3, "limit": 10.0, "mode": "point",
                                   "decision": "fail", "ci": [0.0, 66.7], "p_value": None, "p_adjusted": None,
                                   "n_items": 3})
-    return r
+    return _complete(r)
 
 
 def test_baseline_comparison_in_every_output():
@@ -296,8 +309,8 @@ def test_a_metric_no_item_scored_is_written_as_null_and_read_back(tmp_path):
     from auditor.results import AuditResult
 
     r = AuditResult.from_dict(_results())
-    c = r.comparisons[0]
-    c.base = c.adapter = c.delta = math.nan
+    nan = dataclasses.replace(r.comparisons[0], base=math.nan, adapter=math.nan, delta=math.nan)
+    r = dataclasses.replace(r, comparisons=(nan,))
     paths = write_reports(r, tmp_path / "out")
 
     def no_nan(name):

@@ -1,0 +1,164 @@
+"""What the record types cannot say about results.json: the constraints and descriptions its schema adds
+to the types (:mod:`auditor.records.json_schema` maps the types and merges these in; its module doc says how).
+
+* :data:`FIELDS`: per ``Class.field`` of the records results.json is made of, JSON Schema keywords merged
+  into the schema the field's type maps to (``minimum: 1`` for a rank, ``{"type": "number"}`` for a float
+  that is never null), or a ``$ref`` of :data:`KINDS` that replaces it, or the whole shape of a block the
+  record types ``Mapping[str, Any]`` (``run.vllm``, ``run.cache``); a record class stands for its schema;
+* :data:`KINDS`: named value kinds (``$defs``) the records type as plain ``str``, ``float`` or ``Mapping``;
+* :data:`NEVER_NULL`: fields typed ``X | None`` that results.json always holds;
+* :data:`DEF_NAMES`: ``$defs`` names kept from the hand-written schema (v5).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .inputs import DECLARED_BASE_STATUSES, TEMPLATE_STATUSES, VOCABULARY_STATUSES, PromptTemplate
+from .vocab import Role, values
+
+DESCRIPTION = (
+    "One audit of one adapter against its base model: the verdict, the paired comparisons, DriftScore, every "
+    "item with both outputs, and how the run was made. Rates are fractions in [0, 1] in base/adapter fields and "
+    "points (x100) in deltas and intervals; see the field descriptions. Re-rendered by "
+    "`audit report results.json --out DIR`.")
+COMMENT = ("generated from the records (auditor.results.AuditResult) by `python -m auditor.records.json_schema "
+           "--write`; do not edit by hand")
+
+#: ``$defs`` names kept from the hand-written schema (v5) for records whose names say less
+DEF_NAMES = {"RuleOutcome": "rule", "MetricComparison": "comparison", "Answer": "output"}
+
+_NO_NEWLINE = "$(?!\\n)"  # Python's ``$`` also matches before a final newline
+#: named value kinds the records type as plain ``str``, ``float`` or ``Mapping``
+KINDS: dict[str, dict[str, Any]] = {
+    "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}" + _NO_NEWLINE},
+    "confidence": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+    "per_variant": {"type": "object", "propertyNames": {"enum": list(values(Role))},
+                    "additionalProperties": {"type": "integer", "minimum": 0}},
+    "hub_ref": {"type": "object", "description": "a hub id resolved to a local snapshot: the revision asked for and "
+                                                 "the commit it resolved to",
+                "required": ["repo_id", "requested", "revision"],
+                "properties": {"repo_id": {"type": "string"}, "requested": {"type": "string"},
+                               "revision": {"type": "string"},
+                               "subfolder": {"type": "string", "description": "the folder inside the repository "
+                                             "(owner/name@revision:path/in/repo); absent for the repository's root"}}},
+}
+SHA256, CONFIDENCE, PER_VARIANT, HUB_REF = ({"$ref": f"#/$defs/{k}"} for k in KINDS)
+COUNT, POSITIVE, FINITE = {"minimum": 0}, {"minimum": 1}, {"type": "number"}
+P = {"minimum": 0, "maximum": 1}
+PAIR = {"items": FINITE}  # an interval's ends are numbers
+_SETTINGS_SOURCES = ["auditor", "user", "env", "vllm"]
+
+#: constraints and descriptions the types cannot say, per ``Class.field`` (see the module doc)
+FIELDS: dict[str, dict[str, Any]] = {
+    "AuditResult.baseline": {"description": "release-checklist mode (--baseline): the previously approved adapter "
+                             "and the candidate's comparisons with it (its 'base' side is the previous adapter); "
+                             "null otherwise"},
+    "AdapterRecord.sha256": SHA256, "AdapterRecord.content_sha256": SHA256,
+    "AdapterRecord.r": POSITIVE, "AdapterRecord.lora_alpha": FINITE, "AdapterRecord.max_rank": POSITIVE,
+    "AdapterRecord.ranks": {"additionalProperties": POSITIVE,
+                            "description": "real rank per adapted module, from the lora_A tensor shapes"},
+    "AdapterRecord.n_tensors": COUNT, "AdapterRecord.size_bytes": COUNT, "AdapterRecord.matched_modules": COUNT,
+    "AdapterRecord.hub": HUB_REF, "AdapterRecord.declared_base_status": {"enum": list(DECLARED_BASE_STATUSES)},
+    "AdapterRecord.tokenizer_files": {"description": "the tokenizer files the adapter folder ships, compared with "
+                                      "the base's tokenizer"},
+    "AdapterRecord.vocab_resize": {"description": "an adapter trained with added tokens: its variant ran with the "
+                                   "embeddings resized from base_size to size rows (its tokenizer's length) and its "
+                                   "saved rows"},
+    "TokenizerFiles.chat_template": {"enum": list(TEMPLATE_STATUSES)},
+    "TokenizerFiles.template_sha256": SHA256, "TokenizerFiles.base_template_sha256": SHA256,
+    "TokenizerFiles.vocabulary": {"enum": list(VOCABULARY_STATUSES)},
+    "TokenizerFiles.vocab_size": COUNT, "TokenizerFiles.base_vocab_size": COUNT, "TokenizerFiles.added_tokens": COUNT,
+    "VocabResize.base_size": POSITIVE, "VocabResize.size": POSITIVE,
+    "VocabResize.how": {"enum": ["modules_to_save", "trainable_token_indices"]},
+    "BaseRecord.content_hash": SHA256, "BaseRecord.hub": HUB_REF,
+    "SuiteRecord.items_sha256": {**SHA256, "description": "sha256 of the canonical JSON of every item's id, messages, "
+                                 "budget and target"},
+    "PolicyRecord.sha256": {**SHA256, "description": "sha256 of the canonical JSON of the policy as judged"},
+    "MetricComparison.metric": {"pattern": "^[^.]+\\..+" + _NO_NEWLINE},
+    "MetricComparison.n_items": COUNT, "MetricComparison.n_clusters": COUNT,
+    "MetricComparison.base": {"description": "fraction in [0, 1] for unit 'fraction', else the unit; null when no "
+                              "item of the capability was scored on this metric"},
+    "MetricComparison.delta": {"description": "adapter - base, in delta_unit (points for fractions); null when "
+                               "either side is"},
+    "MetricComparison.confidence": CONFIDENCE, "MetricComparison.rel_ci_pct": PAIR,
+    "MetricComparison.p_value": P, "MetricComparison.p_adjusted": P, "MetricComparison.p_decrease": P,
+    "MetricComparison.p_increase": P, "MetricComparison.discordant": {"additionalProperties": COUNT},
+    "MetricComparison.floor": {**FINITE, **P}, "MetricComparison.ceiling": {**FINITE, **P},
+    "DriftResult.drift_score_pts": {"description": "OffTargetGain - TargetGain, points (seed 003)"},
+    "DriftResult.confidence": CONFIDENCE, "DriftResult.p_positive": P,
+    "RuleOutcome.look": POSITIVE, "RuleOutcome.items_to_decide": COUNT, "RuleOutcome.ci": PAIR,
+    "RuleOutcome.p_value": P, "RuleOutcome.p_adjusted": P, "RuleOutcome.n_items": COUNT,
+    "Answer.n_tokens": COUNT,
+    "ItemRecord.rendered_prompt": {"description": "the base variant's prompt, chat template applied"},
+    "ItemRecord.rendered_prompts": {"description": "variant (adapter, baseline) -> its prompt, for the variants "
+                                    "whose chat template rendered another than rendered_prompt"},
+    "ItemRecord.messages": {"items": {"required": ["role", "content"]}},
+    "ItemRecord.max_new_tokens": POSITIVE, "ItemRecord.round": POSITIVE,
+    "NoiseFloor.n_items": COUNT, "NoiseFloor.batch_sizes": {"minItems": 2, "maxItems": 2},
+    "NoiseFloor.n_differ": COUNT, "NoiseFloor.n_score_differ": COUNT,
+    "StatisticsRecord.confidence": CONFIDENCE, "StatisticsRecord.n_resamples": POSITIVE,
+    "StatisticsRecord.min_items": COUNT,
+    "RunRecord.backend": {"description": "the generation backend that ran (hf, vllm, openai)"},
+    "RunRecord.backend_reason": {"description": "why that backend ran: '--backend hf', '--backend vllm', or auto's "
+                                 "reason (e.g. 'auto: no GPU, hf')"},
+    "RunRecord.batch_size": {**POSITIVE, "pattern": "^auto" + _NO_NEWLINE,
+                             "description": "a positive integer, or 'auto' (vllm's scheduler batches)"},
+    "RunRecord.limit": POSITIVE, "RunRecord.batch_sizes_used": {"additionalProperties": POSITIVE},
+    "RunRecord.prompts": {"additionalProperties": PromptTemplate,
+                          "description": "per variant (base, adapter, baseline): the chat template and tokenizer "
+                                         "that rendered its prompts"},
+    "RunRecord.new_tokens": PER_VARIANT, "RunRecord.generated": PER_VARIANT,
+    "RunRecord.cache": {"required": ["enabled"], "properties": {"enabled": {"type": "boolean"},
+                                                                "hits": PER_VARIANT, "misses": PER_VARIANT}},
+    "RunRecord.adapters_in_run": POSITIVE,
+    "RunRecord.vllm": {
+        "description": "vllm backend only: the engine's LoRA settings and calls",
+        "required": ["max_lora_rank", "max_loras", "lora_name", "lora_int_id", "generate_calls"],
+        "properties": {
+            "max_lora_rank": {"type": ["integer", "null"], "minimum": 1,
+                              "description": "the adapters' largest real rank rounded up to a rank vLLM accepts"},
+            "max_loras": {"type": ["integer", "null"], "minimum": 1, "description": "adapters in the run + 1"},
+            "lora_name": {"type": "string", "pattern": "^adapter-[0-9a-f]{16}" + _NO_NEWLINE,
+                          "description": "from the adapter's content digest"},
+            "lora_int_id": {"type": "integer", "minimum": 1},
+            "engine_args": {"type": "object", "description": "--vllm-arg keyword arguments of vllm.LLM"},
+            "settings": {"type": ["object", "null"],
+                         "description": "engine settings sized to the machine (auditor.backends.vllm_setup): setting "
+                                        "-> {value, source: auditor|user|env|vllm, why}",
+                         "additionalProperties": {"type": "object", "required": ["value", "source"],
+                                                  "properties": {"source": {"enum": _SETTINGS_SOURCES},
+                                                                 "why": {"type": "string"}}}},
+            "generate_calls": {"type": "array", "items": {"type": "object",
+                                                          "additionalProperties": {"type": "integer", **POSITIVE}},
+                               "description": "rows per variant of each LLM.generate call (the audit's, then the "
+                                              "self-check's)"},
+            "self_check": {"type": ["object", "null"],
+                           "description": "mixed-batch answers compared with single-variant answers on a few items"}}},
+    "RunRecord.openai": {
+        "description": "openai backend only: which server and served names answered",
+        "required": ["endpoint", "served"],
+        "properties": {
+            "endpoint": {"type": "string"},
+            "served": {"type": "object", "additionalProperties": {
+                "type": "object", "required": ["name"],
+                "properties": {"name": {"type": "string"}, "root": {"type": ["string", "null"]}}}},
+            "concurrency": {"type": "integer", "minimum": 1}, "timeout_s": {"type": "number"},
+            "max_retries": {"type": "integer", "minimum": 0}}},
+    "RunRecord.timings": {"required": ["load_s", "generate_s", "total_s"],
+                          "additionalProperties": {**FINITE, **COUNT}, "description": "seconds"},
+    "RunRecord.created_at": {"format": "date-time"},
+    "PromptTemplate.chat_template": {"pattern": "^(base|adapter|file:.+)$",
+                                     "description": "base: the base's own; adapter: the one the adapter folder "
+                                                    "ships; file:<path>: --chat-template FILE"},
+    "PromptTemplate.template_sha256": SHA256,
+    "PromptTemplate.tokenizer": {"enum": ["base", "adapter"],
+                                 "description": "the tokenizer that encodes the prompts: the base's, or the "
+                                                "adapter's own for an adapter whose vocabulary was resized"},
+    "Round.look": POSITIVE, "Round.items": {"additionalProperties": COUNT},
+    "Round.new_items": {"additionalProperties": COUNT},
+    "Budget.items": COUNT, "Budget.looks": POSITIVE, "Budget.used_items": COUNT,
+}
+
+#: fields typed ``X | None`` that results.json always holds (an item's base and adapter answers)
+NEVER_NULL = frozenset({"ItemRecord.base", "ItemRecord.adapter"})
