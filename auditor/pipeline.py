@@ -9,8 +9,7 @@ user meets them: backend options, each adapter's files, the suite, the policy, t
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -30,12 +29,13 @@ from .inspect import hub
 from .inspect.chat_template import choose_templates
 from .options import AuditOptions
 from .policy import judge, load_policy
-from .records import (AdapterInfo, BaseModel, Budget, DriftResult, Generation, Item, MetricComparison, PromptTemplate,
-                      Round, RuleOutcome, Score, Suite, Variant, Verdict)
+from .records import (AdapterInfo, BaseModel, DriftResult, Generation, Item, MetricComparison, PromptTemplate,
+                      Round, Score, Suite, Variant, Verdict)
 from .results import AuditResult
 from .scorers import SCORERS, score_all
 from .suite import load_suite, plan_requests, preset_metric_units
-from .suite.pools import Pool, load_pool
+from .rounds import Spending, budget_for, draw, per_capability, tokens_per_item
+from .suite.pools import Pool
 from .util.files import cache_dir
 from .util.hashing import adapter_digest, folder_digest, sha256_file
 
@@ -187,48 +187,6 @@ def _label(opts: AuditOptions, adapter: AdapterInfo) -> tuple[str | None, str]:
     return None, "none"
 
 
-def budget_for(opts: AuditOptions, suite: Suite, backend: Backend) -> Budget:
-    """The rounds' budget: ``--budget`` items / seconds, or with ``auto`` the suite's item count on the
-    CPU and twice it on a GPU or a server (where generation is cheap), and none with ``--limit``."""
-    if opts.budget_items is not None:
-        return Budget(items=opts.budget_items, seconds=opts.budget_seconds, tokens=opts.budget_tokens)
-    if opts.limit is not None:  # --limit is a quick look: no rounds unless --budget asks for them
-        return Budget(items=0, seconds=opts.budget_seconds)
-    cheap = backend.name in ("vllm", "openai") or str(getattr(backend, "device", "cpu")).startswith("cuda")
-    return Budget(items=int(len(suite.items) * (2.0 if cheap else 1.0)), seconds=opts.budget_seconds)
-
-
-@dataclass
-class _Spending:
-    """What the rounds of one adapter's audit have spent of its :class:`~auditor.records.Budget` so far
-    (the pipeline's own bookkeeping, not a record: :meth:`record` is what results.json gets)."""
-
-    budget: Budget
-    used_items: int = 0
-    used_tokens: int = 0
-    started: float = field(default_factory=time.perf_counter)
-
-    def left(self) -> int:
-        """Items still to spend (0 once the time or the tokens are up)."""
-        if self.budget.seconds is not None and time.perf_counter() - self.started >= self.budget.seconds:
-            return 0
-        if self.budget.tokens is not None and self.used_tokens >= self.budget.tokens:
-            return 0
-        return max(0, self.budget.items - self.used_items)
-
-    def tokens_left(self) -> float | None:
-        """New tokens still to spend (None: no token limit)."""
-        return None if self.budget.tokens is None else max(0.0, float(self.budget.tokens - self.used_tokens))
-
-    def used_s(self) -> float:
-        """Seconds since the budget started (results.json ``run.timings.rounds_s``)."""
-        return round(time.perf_counter() - self.started, 3)
-
-    def record(self, looks: int) -> Budget:
-        return replace(self.budget, looks=looks, used_items=self.used_items,
-                       used_tokens=self.used_tokens if self.budget.tokens is not None else None)
-
-
 def _analyse(run: Run, suite: Suite, scores: list[Score], prev_scores: list[Score], variant: str, label: str | None,
              label_source: str, mapping: Any) -> tuple[list[MetricComparison], DriftResult, list[MetricComparison] | None]:
     """Compare (analysis stage) base and adapter, DriftScore, and the candidate against ``--baseline``."""
@@ -259,7 +217,7 @@ def _one_result(run: Run, variant: Variant, adapter_gens: list[Generation], log:
     scores = [*run.base_scores, *score_all(items, adapter_gens, run.scorer_of)]
     prev_gens = list(run.baseline.generations) if run.baseline else []
     prev_scores = list(run.baseline.scores) if run.baseline else []
-    spent = _Spending(budget_for(opts, suite, run.backend))
+    spent = Spending(budget_for(opts, suite, run.backend))
     pools: dict[str, Pool] = {}
     item_round = {i.id: 1 for i in suite.items}
     rounds: list[Round] = []
@@ -281,11 +239,11 @@ def _one_result(run: Run, variant: Variant, adapter_gens: list[Generation], log:
         verdict = judged(last=not more)
         undecided = verdict.undecided
         if undecided:
-            fresh_items = _draw(run, suite, undecided, pools, spent, _tokens_per_item(suite, generations))
+            fresh_items = draw(run, suite, undecided, pools, spent, tokens_per_item(suite, generations))
             if not fresh_items:  # the pools are spent: decide on what there is
                 verdict = judged(last=True)
-        rounds.append(Round(look=look, items=_per_capability(suite.items),
-                            new_items=_per_capability(new) if look > 1 else None,
+        rounds.append(Round(look=look, items=per_capability(suite.items),
+                            new_items=per_capability(new) if look > 1 else None,
                             undecided=tuple(r.rule for r in verdict.undecided)))
         if not undecided or not fresh_items:
             break
@@ -314,88 +272,3 @@ def _one_result(run: Run, variant: Variant, adapter_gens: list[Generation], log:
     return assembly.result(run, variant, ev)
 
 
-def _tokens_per_item(suite: Suite, generations: list[Generation]) -> dict[str, float]:
-    """Capability → mean new tokens of one item so far, every variant's answers together (what one more
-    item of it will likely cost)."""
-    cap = {i.id: i.capability for i in suite.items}
-    tokens: dict[str, int] = {}
-    for g in generations:
-        if g.item_id in cap:
-            tokens[cap[g.item_id]] = tokens.get(cap[g.item_id], 0) + g.n_tokens
-    n = _per_capability(suite.items)
-    return {c: t / n[c] for c, t in tokens.items() if n.get(c)}
-
-
-def _per_capability(items: Iterable[Item]) -> dict[str, int]:
-    """Capability → number of items."""
-    out: dict[str, int] = {}
-    for i in items:
-        out[i.capability] = out.get(i.capability, 0) + 1
-    return out
-
-
-def round_sizes(undecided: list[RuleOutcome], have: dict[str, int], available: dict[str, int],
-                budget_left: int, tokens_per_item: dict[str, float] | None = None,
-                tokens_left: float | None = None) -> dict[str, int]:
-    """How many new items each capability gets in the next round: as many as it has (its sample
-    doubles), capped by its pool, until the budget is spent, the capability whose undecided rules are
-    cheapest to decide first.
-
-    Cheapest: with ``tokens_per_item`` (what one item cost so far: the base's and the adapter's new
-    tokens, known after the first look), the tokens the capability would likely need to decide its
-    rules, ``(items_to_decide − have) × tokens per item`` (the largest among its rules; ``have`` where
-    a rule has no estimate); ties, and every capability without a cost, in order of how likely its
-    undecided rules are to fail (the largest movement relative to its limit first).
-
-    Args:
-        undecided: the look's undecided rules (each names its capabilities).
-        have: capability → items judged so far.
-        available: capability → items left in its pool.
-        budget_left: items the rounds may still add.
-        tokens_per_item: capability → new tokens per item so far (both variants), or None.
-        tokens_left: new tokens the rounds may still generate (``--budget Ntok``; None: no token limit):
-            a capability gets the items whose expected tokens fit.
-
-    Returns:
-        capability → items to draw (capabilities that get none left out).
-    """
-    urgency: dict[str, float] = {}
-    need: dict[str, int] = {}
-    for r in undecided:
-        ratio = (r.value or 0.0) / r.limit if r.limit else 0.0
-        for c in r.capabilities:
-            urgency[c] = max(urgency.get(c, float("-inf")), ratio)
-            more = (r.items_to_decide - have.get(c, 0)) if r.items_to_decide else have.get(c, 0)
-            need[c] = max(need.get(c, 0), max(1, more))
-    cost = tokens_per_item or {}
-
-    def order(c: str) -> tuple[float, float, str]:
-        return (need[c] * cost[c] if c in cost else float("inf"), -urgency[c], c)
-
-    out: dict[str, int] = {}
-    for cap in sorted(urgency, key=order):
-        n = min(have.get(cap, 0), available.get(cap, 0), budget_left)
-        if tokens_left is not None and cost.get(cap):
-            n = min(n, int(tokens_left // cost[cap]))
-        if n > 0:
-            out[cap] = n
-            budget_left -= n
-            if tokens_left is not None:
-                tokens_left -= n * cost.get(cap, 0.0)
-    return out
-
-
-def _draw(run: Run, suite: Suite, undecided: list[RuleOutcome], pools: dict[str, Pool], spent: _Spending,
-          tokens_per_item: dict[str, float]) -> list[Item]:
-    """The next round's items (:func:`round_sizes`), drawn from the capabilities' pools."""
-    for cap in dict.fromkeys(c for r in undecided for c in r.capabilities):
-        if cap not in pools:
-            pools[cap] = load_pool(suite, cap, run.opts.data_dir, run.policy.statistics.seed)
-    sizes = round_sizes(undecided, _per_capability(suite.items), {c: p.remaining for c, p in pools.items()},
-                        spent.left(), tokens_per_item, spent.tokens_left())
-    out: list[Item] = []
-    for cap, n in sizes.items():
-        drawn = pools[cap].draw(n)
-        spent.used_items += len(drawn)
-        out += drawn
-    return out

@@ -26,7 +26,7 @@ STAGES = ("inspect", "suite", "backends", "scorers", "analysis", "policy", "repo
 FOUNDATION = ("errors", "util", "records", "results", "options")
 #: above the stages, may import anything: the package root (its lazy API), the stage order, the results'
 #: assembly, the Python API, the command line, the GitHub Action's steps
-TOP = ("auditor", "pipeline", "assembly", "api", "cli", "ci")
+TOP = ("auditor", "pipeline", "rounds", "assembly", "api", "cli", "ci")
 
 
 def _modules() -> dict[str, Path]:

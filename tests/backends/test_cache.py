@@ -58,15 +58,16 @@ def test_folder_digest_is_content_not_metadata(tmp_path):
 
 def _items(n: int = 2, budget: int = 6) -> list[Item]:
     qs = ["What is 12 + 30?", "Name a colour of the sky.", "What is 7 times 6?"]
-    return [Item(id=f"t/{k}", capability="math", group="CAN", messages=({"role": "user", "content": qs[k]},), max_new_tokens=budget, target={}) for k in range(n)]
+    return [Item(id=f"t/{k}", capability="math", group="CAN", messages=({"role": "user", "content": qs[k % len(qs)]},), max_new_tokens=budget, target={}) for k in range(n)]
 
 
-def _backend(base, adapter_dir: Path, cache: GenerationCache, batch_size: int = 4, base_path: Path | None = None):
+def _backend(base, adapter_dir: Path, cache: GenerationCache, batch_size: int | str = 4, base_path: Path | None = None,
+             batching: str = "auto"):
     info = inspect_adapter(str(adapter_dir), base.path, base.name)
     path = base_path or base.path
     digest = adapter_digest(info.sha256, adapter_dir / "adapter_config.json")
     return HFBackend(path, {"adapter": (adapter_dir, digest)}, batch_size=batch_size, cache=cache,
-                     base_digest=folder_digest(path))
+                     base_digest=folder_digest(path), batching=batching)
 
 
 def _run(backend: HFBackend, items: list[Item]) -> dict[tuple[str, str], str]:
@@ -197,7 +198,8 @@ def test_second_audit_comes_from_the_cache_and_gives_the_same_results(tmp_path):
     assert warm["model_loaded"] is False and warm["generated"] == {}
     assert cold["generated"] == {"adapter": 2, "base": 2} or cold["cache"]["hits"]  # base may come from an earlier test
     for r in runs:
-        for k in ("created_at", "timings", "cache", "model_loaded", "generated", "new_tokens"):
+        # what this run generated, and the engine's record of it (its continuous-batching streams)
+        for k in ("created_at", "timings", "cache", "model_loaded", "generated", "new_tokens", "hf"):
             r["run"].pop(k)
     assert runs[0] == runs[1]
 
@@ -249,8 +251,8 @@ def test_mix_variants_auto_mixes_on_the_cpu_only_decision_without_gpu(base_model
     one variant per call on a GPU (benchmarks/RESULTS.md, gpu_bench), and the choice
     is part of the cache key's settings."""
     adapters = {"adapter": (TERSE, "digest-of-terse")}
-    cpu = HFBackend(base_model.path, adapters, device="cpu")
-    gpu = HFBackend(base_model.path, adapters, device="cuda:0")
+    cpu = HFBackend(base_model.path, adapters, device="cpu", batching="static")
+    gpu = HFBackend(base_model.path, adapters, device="cuda:0", batching="static")
     assert cpu.mix_variants and not gpu.mix_variants
     assert cpu.settings()["mixed_variants"] is True and gpu.settings()["mixed_variants"] is False
     assert HFBackend(base_model.path, adapters, device="cuda", mix_variants=True).mix_variants
@@ -274,10 +276,35 @@ def test_auto_batch_size_fits_the_kv_cache_in_half_the_free_memory():
 
 def test_auto_batch_size_runs_on_the_real_model(base_model):
     items = _items(2)
-    backend = _backend(base_model, TERSE, GenerationCache(None), batch_size="auto")
+    backend = _backend(base_model, TERSE, GenerationCache(None), batch_size="auto", batching="static")
     _run(backend, items)
     assert list(backend.stats.batch_sizes_used) == [6] and backend.stats.batch_sizes_used[6] >= 2
     assert backend.stats.generated == {"base": 2, "adapter": 2}
+
+
+def test_continuous_batching_gives_static_generate_s_answers_in_fp32(base_model):
+    """transformers' continuous batching (one stream per variant) against static generate: the same
+    greedy fp32 answers, and results.json's engine record says how they were made."""
+    items = _items(6)
+    static = _backend(base_model, TERSE, GenerationCache(None), batching="static")
+    streams = _backend(base_model, TERSE, GenerationCache(None), batch_size=4, batching="continuous")
+    assert static.dtype == streams.dtype == "float32"
+    assert _run(streams, items) == _run(static, items)
+    info = streams.run_info("adapter")
+    assert info["batching"] == "continuous" and [s["variant"] for s in info["streams"]] == ["base", "adapter"]
+    assert all(s["requests"] == 6 and s["slots"] == 4 for s in info["streams"])
+    # the engine path keys the answers: a stream's are never served to the static path, or back
+    assert streams.settings()["batching"] == "continuous" and "batching" not in static.settings()
+
+
+def test_the_slot_sweep_measures_decoding_and_chooses_the_fewest_near_the_best(base_model):
+    from auditor.backends.throughput import choose, sweep
+
+    assert choose({8: 50.0, 16: 80.0, 32: 82.0, 64: 81.0}) == 16  # 80 is within 5% of 82
+    assert choose({8: 50.0, 16: 60.0, 32: 90.0}) == 32
+    backend = _backend(base_model, TERSE, GenerationCache(None), batching="continuous")
+    rates = sweep(backend.model, 49152, limit=16)
+    assert set(rates) <= {8, 16} and 8 in rates and all(v > 0 for v in rates.values())
 
 
 @pytest.mark.parametrize("value", ["0", "-3", "many"])
