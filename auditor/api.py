@@ -13,8 +13,9 @@ and no report file is written unless ``out`` is.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .options import AuditOptions
 from .results import AuditResult

@@ -12,14 +12,37 @@ from typing import Any
 from .backends import Backend
 from .options import AuditOptions
 from .policy import Policy
-from .records import (BaseModel, Budget, DriftResult, Generation, MetricComparison, NoiseFloor, Round, Score, Suite,
-                      Variant, Verdict)
-from .results import (RESULTS_SCHEMA_VERSION, AdapterRecord, Answer, AuditResult, BaselineRecord, BaseRecord,
-                      ItemRecord, PolicyRecord, RunRecord, StatisticsRecord, SuiteRecord)
+from .records import (
+    BaseModel,
+    Budget,
+    DriftResult,
+    Generation,
+    MetricComparison,
+    NoiseFloor,
+    Round,
+    Score,
+    Suite,
+    Variant,
+    Verdict,
+)
 from .records.plain import to_plain
+from .results import (
+    RESULTS_SCHEMA_VERSION,
+    AdapterRecord,
+    Answer,
+    AuditResult,
+    BaselineRecord,
+    BaseRecord,
+    ItemRecord,
+    PolicyRecord,
+    RunRecord,
+    StatisticsRecord,
+    SuiteRecord,
+)
 from .util.hashing import canonical_sha256
 from .util.version import __version__
 from .util.versions import package_versions
+
 
 @dataclass(frozen=True, kw_only=True)
 class BaselineRun:
@@ -187,7 +210,7 @@ def _run_record(run: Run, variant: str, ev: Evidence) -> RunRecord:
                  "rounds_s": ev.rounds_s, "total_s": round(time.perf_counter() - run.t_start, 3)},
         versions=package_versions(__version__),
         auditor_version=__version__,
-        created_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        created_at=_dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         rounds=ev.rounds,
         budget=ev.budget,
     )

@@ -15,8 +15,9 @@ import click
 from rich.console import Console
 
 from .backends import BACKENDS
-from .errors import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, EXIT_POLICY_FAIL, EXIT_PASS, AuditInputError
-from .reports.terminal import print_summary, t as _t
+from .errors import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, EXIT_PASS, EXIT_POLICY_FAIL, AuditInputError
+from .reports.terminal import print_summary
+from .reports.terminal import t as _t
 from .util.text import strip_controls
 
 console = Console(stderr=True, highlight=False)

@@ -9,32 +9,44 @@ user meets them: backend options, each adapter's files, the suite, the policy, t
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from rich.markup import escape
 
 from . import assembly
-from .assembly import BaselineRun, Evidence, Run
 from .analysis import compare_metrics, drift_score
 from .analysis.noise_floor import noise_floor
+from .assembly import BaselineRun, Evidence, Run
 from .backends import BACKENDS, Backend, GenerationCache, choose_backend, fall_back_for
 from .backends.hardware import choose_dtype
 from .backends.vllm_compat import gpu_present
 from .backends.vllm_setup import EngineStartError
 from .errors import AuditInputError
-from .inspect import bin_adapter_file, convert_bin_adapter, inspect_adapter, preflight_adapter, resolve_base
-from .inspect import hub
+from .inspect import bin_adapter_file, convert_bin_adapter, hub, inspect_adapter, preflight_adapter, resolve_base
 from .inspect.chat_template import choose_templates
 from .options import AuditOptions
 from .policy import judge, load_policy
-from .records import (AdapterInfo, BaseModel, DriftResult, Generation, Item, MetricComparison, PromptTemplate,
-                      Round, Score, Suite, Variant, Verdict)
+from .records import (
+    AdapterInfo,
+    BaseModel,
+    DriftResult,
+    Generation,
+    Item,
+    MetricComparison,
+    PromptTemplate,
+    Round,
+    Score,
+    Suite,
+    Variant,
+    Verdict,
+)
 from .results import AuditResult
+from .rounds import Spending, budget_for, draw, per_capability, tokens_per_item
 from .scorers import SCORERS, score_all
 from .suite import load_suite, plan_requests, preset_metric_units
-from .rounds import Spending, budget_for, draw, per_capability, tokens_per_item
 from .suite.pools import Pool
 from .util.files import cache_dir
 from .util.hashing import adapter_digest, folder_digest, sha256_file

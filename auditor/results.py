@@ -15,8 +15,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .records import (AdapterInfo, Budget, DriftResult, MetricComparison, NoiseFloor, Round, TokenizerFiles, Verdict,
-                      VocabResize, WeightSpace)
+from .records import (
+    AdapterInfo,
+    Budget,
+    DriftResult,
+    MetricComparison,
+    NoiseFloor,
+    Round,
+    TokenizerFiles,
+    Verdict,
+    VocabResize,
+    WeightSpace,
+)
 from .records.plain import from_plain, to_plain
 
 #: results.json's ``schema_version`` (the shipped schema's version); 6: rules carry ``rule_id``, ``kind``, ``metric``

@@ -63,14 +63,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from auditor.util.files import cache_dir  # noqa: E402
+from raw_generate import raw_generate_loop  # noqa: E402  (benchmarks/, the script's own folder)
+
 from auditor.backends.hf import HFBackend  # noqa: E402
 from auditor.inspect.base_model import resolve_base  # noqa: E402
-from auditor.scorers import SCORERS
+from auditor.scorers import SCORERS  # noqa: E402
+from auditor.suite.benchmarks import local_benchmark_file  # noqa: E402
 from auditor.suite.manifest import load_suite  # noqa: E402
 from auditor.suite.plan import plan_requests  # noqa: E402
-from auditor.suite.benchmarks import local_benchmark_file  # noqa: E402
-from raw_generate import raw_generate_loop  # noqa: E402  (benchmarks/, the script's own folder)
+from auditor.util.files import cache_dir  # noqa: E402
 
 DEMO = ROOT / "examples" / "adapters"
 TERSE, MATH = DEMO / "terse-instruct-r8", DEMO / "math-arith-r8"
@@ -198,8 +199,8 @@ def part_a(suite, base, batch_size: int) -> dict:
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from auditor.util.hashing import adapter_digest
     from auditor.inspect.adapter import inspect_adapter
+    from auditor.util.hashing import adapter_digest
 
     info = inspect_adapter(str(TERSE), base.path, base.name)
     adapters = {"adapter": (TERSE, adapter_digest(info.sha256, TERSE / "adapter_config.json"))}
@@ -232,15 +233,15 @@ def part_a_vllm(suite, base) -> dict:
     from vllm.inputs import TokensPrompt
     from vllm.lora.request import LoRARequest
 
-    from auditor.util.hashing import adapter_digest
     from auditor.backends.vllm_engine import VLLMBackend
     from auditor.inspect.adapter import inspect_adapter
+    from auditor.util.hashing import adapter_digest
 
     info = inspect_adapter(str(TERSE), base.path, base.name)
     adapters = {"adapter": (TERSE, adapter_digest(info.sha256, TERSE / "adapter_config.json"))}
     backend = VLLMBackend(base.path, adapters, max_rank=info.max_rank,
                           engine_args={"max_model_len": VLLM_MAX_MODEL_LEN})
-    backend.model  # engine start is not timed (as for the raw call below)
+    _ = backend.model  # engine start is not timed (as for the raw call below)
     requests = plan_requests(suite)
     t0 = time.perf_counter()
     gens = backend.generate(requests, use_cache=False)

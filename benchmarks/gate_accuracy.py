@@ -31,8 +31,8 @@ Three steps, each resumable (every adapter's result is saved as it is finished):
 from __future__ import annotations
 
 import argparse
-import functools
 import dataclasses
+import functools
 import json
 import sys
 import time
@@ -275,7 +275,7 @@ def run_gate(policies: list[str], only: list[str], group: int, budget: str) -> N
 
 
 # --------------------------------------------------------------------------- report
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _policy(policy_path: Path | None = None):
     """The validated policy (``None``: the default), loaded once per process."""
     from auditor.policy import load_policy
@@ -426,7 +426,7 @@ def report() -> int:
             # cost on an empty cache: every answer's tokens, base and adapter (a shared base pass is cheaper)
             s["tokens"].append(sum(it[side]["n_tokens"] for it in r["items"] for side in ("base", "adapter")))
             s["secs"].append(r["run"]["timings"]["total_s"])
-        lines.append(f"| {a.name} | {a.kind} | {harmed or ('none (worst %.1f)' % worst if truth else 'no truth')} | "
+        lines.append(f"| {a.name} | {a.kind} | {harmed or (f'none (worst {worst:.1f})' if truth else 'no truth')} | "
                      + " | ".join(cells) + " |")
     print("\n".join(lines))
     print()

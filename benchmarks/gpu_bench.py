@@ -33,9 +33,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from raw_generate import raw_generate_loop  # noqa: E402  (benchmarks/, the script's own folder)
+
 from auditor.backends.hf import HFBackend  # noqa: E402
 from auditor.records import Item, Request  # noqa: E402
-from raw_generate import raw_generate_loop  # noqa: E402  (benchmarks/, the script's own folder)
 
 SHAPES = {
     "llama-8b": dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,

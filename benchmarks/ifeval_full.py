@@ -22,16 +22,14 @@ from pathlib import Path
 
 from auditor.analysis.compare import compare_metrics
 from auditor.backends.hf import HFBackend
-from auditor.scorers.ifeval_checkers import ensure_punkt
 from auditor.inspect.base_model import resolve_base
 from auditor.records import Capability, Suite
-from auditor.scorers import SCORERS
-from auditor.suite.items import item_from_row
-from auditor.suite.specs import CapabilitySpec, SourceSpec
-from auditor.suite.plan import plan_requests
-from auditor.scorers import metrics_of
-from auditor.scorers import score_all
+from auditor.scorers import SCORERS, metrics_of, score_all
+from auditor.scorers.ifeval_checkers import ensure_punkt
 from auditor.suite.benchmarks.ifeval import read_ifeval
+from auditor.suite.items import item_from_row
+from auditor.suite.plan import plan_requests
+from auditor.suite.specs import CapabilitySpec, SourceSpec
 
 
 def main() -> int:

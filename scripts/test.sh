@@ -8,5 +8,8 @@ if ! command -v chromium >/dev/null 2>&1; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
 fi
+# lint and type check first (configured in pyproject.toml): seconds, and a failure stops the run
+.venv/bin/ruff check .
+.venv/bin/mypy
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 exec .venv/bin/python -m pytest "$@"

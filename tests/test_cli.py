@@ -8,9 +8,9 @@ import subprocess
 import jsonschema
 import pytest
 import xmlschema
+from conftest import AUDIT, DEMO_ADAPTERS, MEDICAL, ROOT, assert_one_line_error, needs_shared, write_adapter
 
 from auditor.reports.results_file import schema_error
-from conftest import AUDIT, DEMO_ADAPTERS, MEDICAL, ROOT, assert_one_line_error, needs_shared, write_adapter
 
 SCHEMAS = ROOT / "tests" / "schemas"
 

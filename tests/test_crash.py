@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from conftest import AUDIT, HIDDEN, KV, ROOT, write_adapter
 
 pytestmark = pytest.mark.slow

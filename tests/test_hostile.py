@@ -18,13 +18,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import HIDDEN, KV, assert_one_line_error, write_adapter
 from safetensors.torch import load_file, save_file
+from test_cli import audit
 
 from auditor.errors import AuditInputError
 from auditor.inspect.adapter import inspect_adapter, preflight_adapter
-from conftest import HIDDEN, KV, write_adapter
-from conftest import assert_one_line_error
-from test_cli import audit
 
 VOCAB = 49_152  # SmolLM2's vocabulary
 Q = "base_model.model.model.layers.{}.self_attn.q_proj"
@@ -460,7 +459,8 @@ def _report_with_hostile_text(tmp_path: Path, run) -> tuple[dict[str, str], subp
 # ---- fuzzing (bounded; fuzz/fuzz_inputs.py is the long run) -----------------------------------------------------
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 FUZZ = settings(max_examples=120, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

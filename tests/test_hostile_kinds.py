@@ -13,15 +13,14 @@ import time
 
 import pytest
 import torch
+from conftest import HIDDEN, assert_one_line_error, write_adapter
 from safetensors.torch import load_file, save_file
+from test_hostile import Q, _weights
 
 from auditor.errors import AuditInputError
-from auditor.inspect.paths import DEFAULT_MAX_ADAPTER_BYTES
-from auditor.inspect.bin_convert import convert_bin_adapter
 from auditor.inspect.adapter import inspect_adapter, preflight_adapter
-from conftest import HIDDEN, write_adapter
-from conftest import assert_one_line_error
-from test_hostile import Q, _weights
+from auditor.inspect.bin_convert import convert_bin_adapter
+from auditor.inspect.paths import DEFAULT_MAX_ADAPTER_BYTES
 
 BASE = "HuggingFaceTB/SmolLM2-135M-Instruct"
 
@@ -88,8 +87,8 @@ def test_classifier_head_without_task_type_is_named(cli, tmp_path):
 
 def _judged_rules(info, policy_text=None, tmp_path=None):
     from auditor.analysis.drift import drift_score
-    from auditor.policy.rules import judge
     from auditor.policy.loading import load_policy
+    from auditor.policy.rules import judge
     from auditor.scorers import SCORERS
     from auditor.suite.manifest import load_suite
 

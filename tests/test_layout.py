@@ -13,7 +13,6 @@ import tomllib
 from pathlib import Path
 
 import networkx as nx
-
 from conftest import ROOT
 
 PKG = ROOT / "auditor"

@@ -23,13 +23,37 @@ import pytest
 
 from auditor.backends.cache import CacheStats
 from auditor.inspect.hub import HubRef
-from auditor.records import (AdapterInfo, Budget, DriftResult, MetricComparison, ModuleWeightSpace, NoiseFloor,
-                             PromptTemplate, Round, RuleOutcome, TokenizerFiles, Verdict, VocabResize, WeightSpace,
-                             to_plain)
-from auditor.records import json_schema
+from auditor.records import (
+    AdapterInfo,
+    Budget,
+    DriftResult,
+    MetricComparison,
+    ModuleWeightSpace,
+    NoiseFloor,
+    PromptTemplate,
+    Round,
+    RuleOutcome,
+    TokenizerFiles,
+    Verdict,
+    VocabResize,
+    WeightSpace,
+    json_schema,
+    to_plain,
+)
 from auditor.reports.results_file import RESULTS_SCHEMA_PATH, load_results, schema_error
-from auditor.results import (RESULTS_SCHEMA_VERSION, AdapterRecord, Answer, AuditResult, BaselineRecord, BaseRecord,
-                             ItemRecord, PolicyRecord, RunRecord, StatisticsRecord, SuiteRecord)
+from auditor.results import (
+    RESULTS_SCHEMA_VERSION,
+    AdapterRecord,
+    Answer,
+    AuditResult,
+    BaselineRecord,
+    BaseRecord,
+    ItemRecord,
+    PolicyRecord,
+    RunRecord,
+    StatisticsRecord,
+    SuiteRecord,
+)
 
 SHA = "ab" * 32
 

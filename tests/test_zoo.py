@@ -9,13 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from auditor.inspect import inspect_adapter
 from auditor.inspect.weight_space import CACHE_FOLDER, cached_weight_space
 from auditor.scorers import SCORERS
 from auditor.suite import load_suite, preset_metric_units
 from auditor.util.hashing import folder_digest
-from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from zoo import zoo  # noqa: E402

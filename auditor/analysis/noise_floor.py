@@ -8,7 +8,8 @@ backend makes out of nothing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ..records import Generation, NoiseFloor, Score, Suite
 from ..scorers import score_all
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from ..backends import Backend
 
 
-def noise_floor(backend: "Backend", suite: Suite, generations: list[Generation], scores: list[Score],
+def noise_floor(backend: Backend, suite: Suite, generations: list[Generation], scores: list[Score],
                 scorer_of: dict[str, str], log: Callable[[str], Any]) -> NoiseFloor:
     """Replay the base variant with another batch composition (half the batch size; a group that
     fits in one batch is cut in two) and count the items whose answer, or score, changed.

@@ -16,11 +16,11 @@ from __future__ import annotations
 from ..errors import AuditInputError
 from ..records import AdapterConfig, AdapterTensor
 from ..util.registry import Registry
+from . import vllm_compat
 from .base import Backend, BackendClass, CachedBackend, GenerationStats
 from .cache import GenerationCache
 from .hf import HFBackend
 from .openai_server import OpenAIBackend
-from . import vllm_compat
 from .vllm_compat import vllm_unsupported
 from .vllm_engine import VLLMBackend
 

@@ -14,16 +14,15 @@ lookup and write; the stats) and the class-level hooks the pipeline calls before
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..records import (AdapterConfig, AdapterTensor, BaseModel, Generation, Item, PromptTemplate, Request,
-                       Variant)
+from ..records import AdapterConfig, AdapterTensor, BaseModel, Generation, Item, PromptTemplate, Request, Variant
 from .cache import GenerationCache, generation_key
 
 if TYPE_CHECKING:
@@ -271,7 +270,7 @@ class CachedBackend:
     # ---------------------------------------------------------- class-level hooks, before any model loads
 
     @classmethod
-    def check_options(cls, opts: "AuditOptions", n_adapters: int) -> None:
+    def check_options(cls, opts: AuditOptions, n_adapters: int) -> None:
         """Refuse options this backend cannot run with, before any adapter is read.
 
         Raises:
@@ -287,8 +286,8 @@ class CachedBackend:
         """
 
     @classmethod
-    def create(cls, opts: "AuditOptions", base: BaseModel, variants: Sequence[Variant], cache: GenerationCache,
-               base_digest: str) -> "CachedBackend":
+    def create(cls, opts: AuditOptions, base: BaseModel, variants: Sequence[Variant], cache: GenerationCache,
+               base_digest: str) -> CachedBackend:
         """The backend for one run of ``variants`` (each adapter under its variant name, with what inspection
         found of it), reading and writing ``cache``."""
         raise NotImplementedError
@@ -303,7 +302,7 @@ class CachedBackend:
             n = row.index(eos) + 1
         return tok.decode(row[:n], skip_special_tokens=True), n
 
-    def _lookup(self, requests: list[Request], use_cache: bool) -> "_Pending":
+    def _lookup(self, requests: list[Request], use_cache: bool) -> _Pending:
         """Render every item for each variant asking it (``rendered[(item id, variant)]``), look every
         request up in the cache; what misses is left to generate.
 
@@ -332,7 +331,7 @@ class CachedBackend:
                 p.todo[r.variant].append(r.item)
         return p
 
-    def _record(self, p: "_Pending", item: Item, variant: str, text: str, n: int) -> None:
+    def _record(self, p: _Pending, item: Item, variant: str, text: str, n: int) -> None:
         """Keep one fresh answer: in the results, the stats and the cache."""
         p.results[(item.id, variant)] = Generation(item_id=item.id, variant=variant, text=text, n_tokens=n,
                                                    prompt=p.rendered[(item.id, variant)])

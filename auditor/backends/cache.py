@@ -95,7 +95,7 @@ class GenerationCache:
         self.stats = CacheStats(enabled=root is not None)
 
     @classmethod
-    def default(cls, enabled: bool = True) -> "GenerationCache":
+    def default(cls, enabled: bool = True) -> GenerationCache:
         return cls(cache_dir() / GENERATIONS if enabled else None)
 
     def _path(self, key: str) -> Path:

@@ -11,19 +11,23 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from ..errors import AuditInputError
 from ..records import AdapterConfig, BaseModel, Generation, Item, Request, Variant, VocabResize
 from ..util.versions import versions
 from .base import CachedBackend, adapter_folders
-from .hf_peft import (as_the_tensors_say as _as_the_tensors_say, base_vocabulary_only as _base_vocabulary_only,
-                      drop_adapter_names_hooks as _drop_adapter_names_hooks, holds_dora as _holds_dora,
-                      shared_vocab_resize)
-from .batching import auto_batch_size, batches as _batches, free_memory_bytes as _free_memory_bytes
+from .batching import auto_batch_size
+from .batching import batches as _batches
+from .batching import free_memory_bytes as _free_memory_bytes
 from .cache import GenerationCache
+from .hf_peft import as_the_tensors_say as _as_the_tensors_say
+from .hf_peft import base_vocabulary_only as _base_vocabulary_only
+from .hf_peft import drop_adapter_names_hooks as _drop_adapter_names_hooks
+from .hf_peft import holds_dora as _holds_dora
+from .hf_peft import shared_vocab_resize
 
 if TYPE_CHECKING:
     from ..options import AuditOptions
@@ -114,8 +118,8 @@ class HFBackend(CachedBackend):
         self.slots_choice: Any = None
 
     @classmethod
-    def create(cls, opts: "AuditOptions", base: BaseModel, variants: Sequence[Variant], cache: GenerationCache,
-               base_digest: str) -> "HFBackend":
+    def create(cls, opts: AuditOptions, base: BaseModel, variants: Sequence[Variant], cache: GenerationCache,
+               base_digest: str) -> HFBackend:
         resized = {v.name: v.info.vocab_resize for v in variants if v.info.vocab_resize is not None}
         return cls(base.path, adapter_folders(variants), batch_size=opts.batch_size, dtype=opts.dtype, cache=cache,
                    base_digest=base_digest, vocab_resize=resized,
@@ -286,7 +290,7 @@ class HFBackend(CachedBackend):
         p = self._lookup(requests, use_cache)
         if p.n_todo == 0:
             return p.ordered(requests)
-        self.model  # load before the clock starts: generate_s is generation only
+        _ = self.model  # load before the clock starts: generate_s is generation only
         t0 = time.perf_counter()
         with self._progress() as progress:
             desc = ", ".join(f"{len(p.todo[v])} {v}" for v in p.variants if p.todo[v])

@@ -26,9 +26,8 @@ def drop_adapter_names_hooks(model: Any) -> None:
 def holds_dora(folder: Path) -> bool:
     """Whether the adapter's weights hold DoRA magnitudes (header only; see :mod:`auditor.inspect.tensors`):
     for a backend built without the inspection's answer (``HFBackend(inspected=None)``)."""
-    from safetensors import safe_open
-
     from peft.utils import SAFETENSORS_WEIGHTS_NAME as WEIGHTS_NAME  # the file auditor.inspect.paths.WEIGHTS_NAME names
+    from safetensors import safe_open
 
     with safe_open(str(folder / WEIGHTS_NAME), framework="pt") as f:
         return any("lora_magnitude_vector" in k for k in f.keys())
@@ -40,7 +39,8 @@ def as_the_tensors_say(folder: Path, dora: bool, scratch: Path, config: AdapterC
     the tensors decide), ``scratch`` holding a corrected copy of the config and a
     link to the weights. ``config``: the inspection's parsed config (the file is then read only to
     copy it, when it disagrees)."""
-    from peft.utils import CONFIG_NAME, SAFETENSORS_WEIGHTS_NAME as WEIGHTS_NAME
+    from peft.utils import CONFIG_NAME
+    from peft.utils import SAFETENSORS_WEIGHTS_NAME as WEIGHTS_NAME
 
     if config is not None and config.use_dora == dora:
         return folder

@@ -28,14 +28,14 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AuditInputError
+from ..records import BaseModel, Generation, Item, Request, Variant
 from ..util.versions import versions
-from ..records import BaseModel, Variant, Generation, Item, Request
 from .base import CachedBackend, adapter_folders
 from .cache import GenerationCache
 
@@ -75,15 +75,15 @@ class OpenAIBackend(CachedBackend):
         self.served: dict[str, tuple[str, str | None]] = {}
 
     @classmethod
-    def check_options(cls, opts: "AuditOptions", n_adapters: int) -> None:
+    def check_options(cls, opts: AuditOptions, n_adapters: int) -> None:
         """``--endpoint`` is needed, and at most one ``--served-adapter`` per adapter."""
         if not opts.endpoint:
             raise AuditInputError("--backend openai", "needs --endpoint URL (the server's API root, e.g. "
                                                       "http://127.0.0.1:8000/v1)")
 
     @classmethod
-    def create(cls, opts: "AuditOptions", base: BaseModel, variants: Sequence[Variant], cache: GenerationCache,
-               base_digest: str) -> "OpenAIBackend":
+    def create(cls, opts: AuditOptions, base: BaseModel, variants: Sequence[Variant], cache: GenerationCache,
+               base_digest: str) -> OpenAIBackend:
         adapters, infos = adapter_folders(variants), [v.info for v in variants]
         for info in infos:  # prompts go to the server as the base's token ids; vLLM serves no extra vocabulary
             if info.vocab_resize is not None:
@@ -150,7 +150,7 @@ class OpenAIBackend(CachedBackend):
 
     def settings(self) -> dict:
         """Part of every cache key: the served names and roots, not only our local files."""
-        self.model  # the served names are known once the model list was read
+        _ = self.model  # the served names are known once the model list was read
         return {"backend": self.name, "decoding": "greedy", "endpoint": self.endpoint,
                 "served": {v: list(s) for v, s in sorted(self.served.items())},
                 "versions": versions(("openai", "transformers"))}
@@ -187,7 +187,7 @@ class OpenAIBackend(CachedBackend):
         rows = [(it, v) for v in p.variants for it in p.todo[v]]
         token_ids = {(it.id, v): self.tokenizer(p.rendered[(it.id, v)], add_special_tokens=False)["input_ids"]
                      for it, v in rows}
-        self.model
+        _ = self.model
         t0 = time.perf_counter()
         workers = 1 if split_small else self.concurrency
         pool = ThreadPoolExecutor(max_workers=workers)

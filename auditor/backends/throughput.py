@@ -32,13 +32,13 @@ from typing import Any
 SLOT_STEPS = (8, 16, 32, 64, 128, 256)
 MAX_SLOTS = 256
 #: forced new tokens per request, and prompt length, of the probe
-PROBE_TOKENS = 32
-PROBE_PROMPT_TOKENS = 64
+PROBE_TOKENS = 24
+PROBE_PROMPT_TOKENS = 48
 #: a doubling of slots that raises tokens/s by less than this fraction ends the sweep
 RISE = 0.08
 #: the choice: the fewest slots whose tokens/s are within this fraction of the best
 NEAR_BEST = 0.05
-CACHE_FOLDER, CACHE_VERSION = "throughput", 2
+CACHE_FOLDER, CACHE_VERSION = "throughput", 3
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,8 +11,8 @@
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..errors import AuditInputError

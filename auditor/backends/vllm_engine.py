@@ -47,16 +47,16 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AuditInputError
-from ..records import AdapterConfig, AdapterTensor, BaseModel, Variant, Generation, Item, Request
+from ..records import AdapterConfig, AdapterTensor, BaseModel, Generation, Item, Request, Variant
 from ..util.versions import versions
+from . import vllm_compat
 from .base import CachedBackend, adapter_folders
 from .cache import GenerationCache
-from . import vllm_compat
 from .vllm_compat import check_engine_args, check_vllm_servable, lora_identity, vllm_lora_rank
 from .vllm_setup import EngineSettings, fit_engine_settings, start_engine
 
@@ -122,7 +122,7 @@ class VLLMBackend(CachedBackend):
         self.self_check_result: dict[str, Any] | None = None
 
     @classmethod
-    def check_options(cls, opts: "AuditOptions", n_adapters: int) -> None:
+    def check_options(cls, opts: AuditOptions, n_adapters: int) -> None:
         """A misspelt ``--vllm-arg`` fails now, not after the model loaded. vLLM's log level is set
         here, before vLLM is first imported: ERROR unless ``--verbose`` (or ``VLLM_LOGGING_LEVEL``)."""
         _vllm_log_level(opts.verbose)
@@ -133,8 +133,8 @@ class VLLMBackend(CachedBackend):
         check_vllm_servable(weights, cfg, tensors)
 
     @classmethod
-    def create(cls, opts: "AuditOptions", base: BaseModel, variants: Sequence[Variant], cache: GenerationCache,
-               base_digest: str) -> "VLLMBackend":
+    def create(cls, opts: AuditOptions, base: BaseModel, variants: Sequence[Variant], cache: GenerationCache,
+               base_digest: str) -> VLLMBackend:
         adapters, infos = adapter_folders(variants), [v.info for v in variants]
         return cls(base.path, adapters, max_rank=max(i.max_rank for i in infos), dtype=opts.dtype, cache=cache,
                    base_digest=base_digest, engine_args=opts.vllm_args, verbose=opts.verbose,
@@ -235,7 +235,7 @@ class VLLMBackend(CachedBackend):
         missing = {v: {it.id for it in p.todo[v]} for v in p.variants}
         token_ids = {(it.id, v): self.tokenizer(p.rendered[(it.id, v)], add_special_tokens=False)["input_ids"]
                      for v in p.variants for it in todo_items if it.id in missing[v]}
-        self.model  # start the engine before the clock starts: generate_s is generation only
+        _ = self.model  # start the engine before the clock starts: generate_s is generation only
         t0 = time.perf_counter()
         halves = [todo_items[: (len(todo_items) + 1) // 2], todo_items[(len(todo_items) + 1) // 2:]] \
             if split_small and len(todo_items) > 1 else [todo_items]

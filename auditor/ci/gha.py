@@ -32,11 +32,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .changes import ADAPTER_FILES, adapter_folders, base_revision, changed_files, expand_adapters, load_event
-from .changes import split_adapter_input
+from .changes import (
+    ADAPTER_FILES,
+    adapter_folders,
+    base_revision,
+    changed_files,
+    expand_adapters,
+    load_event,
+    split_adapter_input,
+)
 from .comment import comment
-from .summary import adapters_from_env, summary_markdown
 from .runner import GateError, annotate, append_summary, env, report_dir, set_outputs, split_words, workspace
+from .summary import adapters_from_env, summary_markdown
 
 EXIT_INPUT_ERROR = 2  # auditor.errors.EXIT_INPUT_ERROR; not imported: `prepare` runs before the install
 #: the ``auditor`` package folder (read, never imported, before the install)

@@ -21,8 +21,17 @@ from .model_card import model_card_label
 from .paths import CONFIG_NAME, resolve_adapter_path
 from .peft_config import read_config
 from .safetensors_header import check_magic, read_tensors, scan_values
-from .tensors import (DORA_BACKENDS, FOREIGN_MODULES, PEFT_PREFIX, check_dora, check_full_copies,
-                      check_names_match, classify_tensors, is_vocab_module, target_present)
+from .tensors import (
+    DORA_BACKENDS,
+    FOREIGN_MODULES,
+    PEFT_PREFIX,
+    check_dora,
+    check_full_copies,
+    check_names_match,
+    classify_tensors,
+    is_vocab_module,
+    target_present,
+)
 from .tokenizer_files import inspect_tokenizer_files, named_tokens, tokenizer_warnings
 from .vocabulary import module_of, vocab_resize, vocab_rows
 from .weight_space import cached_weight_space

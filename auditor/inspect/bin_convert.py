@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-import warnings
 import hashlib
+import warnings
 from pathlib import Path
 
 from ..errors import AuditInputError

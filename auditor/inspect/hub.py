@@ -73,8 +73,13 @@ def resolve(arg: str, kind: str) -> HubRef:
             snapshot, or the hub cannot be reached.
     """
     from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import (GatedRepoError, LocalEntryNotFoundError, OfflineModeIsEnabled,
-                                        RepositoryNotFoundError, RevisionNotFoundError)
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        LocalEntryNotFoundError,
+        OfflineModeIsEnabled,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
 
     m = _HUB_ID.fullmatch(arg)
     if not m:

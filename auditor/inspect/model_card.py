@@ -10,7 +10,6 @@ import yaml
 from ..errors import AuditInputError
 from ..util.safe_yaml import check_yaml_tokens
 
-
 #: how much of README.md is read for its front matter
 MAX_FRONT_MATTER_BYTES = 64 * 1024
 

@@ -14,7 +14,6 @@ from ..records import AdapterConfig
 from ..util.jsonio import read_json_strict
 from .paths import CONFIG_NAME
 
-
 # the keys of PEFT's LoraConfig that inspection and the backends rely on; others are ignored
 LORA_CONFIG_SCHEMA: dict[str, Any] = {
     "type": "object",

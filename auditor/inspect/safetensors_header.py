@@ -13,7 +13,6 @@ from pathlib import Path
 from ..errors import AuditInputError
 from ..records import AdapterTensor
 
-
 #: the safetensors library refuses headers above 100 MB; an adapter's header is a few hundred KB
 MAX_HEADER_BYTES = 100_000_000
 

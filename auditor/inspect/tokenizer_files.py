@@ -12,10 +12,9 @@ is decided by :mod:`auditor.inspect.chat_template`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import functools
 import hashlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 

@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from ..records import AdapterConfig, ModuleWeightSpace, WeightSpace
+from ..records.inputs import INTRUDER_EPSILON as EPSILON
+from ..records.inputs import INTRUDER_TOP_K as TOP_K
 from .tensors import PEFT_PREFIX, VOCAB_MODULES
 
-from ..records.inputs import INTRUDER_EPSILON as EPSILON, INTRUDER_TOP_K as TOP_K
 #: above this size the intruder check uses randomised truncated SVDs (torch.svd_lowrank): the top
 #: ``top_k`` directions of W + ΔW against the top ``4 · top_k`` of W (a Llama-8B projection is 4096²)
 _FULL_SVD_MAX = 2048

@@ -46,7 +46,7 @@ class MetricLimit:
     action: Action = "fail"
 
     @classmethod
-    def from_policy(cls, spec: dict[str, Any]) -> "MetricLimit":
+    def from_policy(cls, spec: dict[str, Any]) -> MetricLimit:
         return cls(limits=tuple((k, float(spec[k])) for k in LIMIT_KEYS if k in spec), mode=spec.get("mode", "point"),
                    action=spec.get("action", "fail"))
 
@@ -128,7 +128,7 @@ class Policy:
     on_noise_floor: OnFinding = "warn"
 
     @classmethod
-    def from_content(cls, path: str, raw: dict[str, Any]) -> "Policy":
+    def from_content(cls, path: str, raw: dict[str, Any]) -> Policy:
         """The typed policy of a mapping that passed :data:`POLICY_SCHEMA` and the metric-name checks."""
         metrics = {m: MetricLimit.from_policy(s) for m, s in raw.get("metrics", {}).items()}
         baseline = (raw.get("baseline") or {}).get("metrics")

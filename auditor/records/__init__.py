@@ -21,8 +21,19 @@ Units used throughout:
     * a *relative delta* is in **%** of the base score.
 """
 
-from .inputs import (DECLARED_BASE_STATUSES, LETTERS, AdapterConfig, AdapterInfo, AdapterTensor, BaseModel,
-                     ModuleWeightSpace, PromptTemplate, TokenizerFiles, VocabResize, WeightSpace)
+from .inputs import (
+                     DECLARED_BASE_STATUSES,
+                     LETTERS,
+                     AdapterConfig,
+                     AdapterInfo,
+                     AdapterTensor,
+                     BaseModel,
+                     ModuleWeightSpace,
+                     PromptTemplate,
+                     TokenizerFiles,
+                     VocabResize,
+                     WeightSpace,
+)
 from .items import Capability, Generation, Item, MetricSpec, Request, Score, Suite
 from .outcomes import DriftResult, MetricComparison, NoiseFloor, RuleOutcome, Verdict
 from .plain import to_plain

@@ -50,7 +50,7 @@ class AdapterConfig:
     trainable_token_indices: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
 
     @classmethod
-    def from_dict(cls, cfg: dict[str, Any], path: str | Path) -> "AdapterConfig":
+    def from_dict(cls, cfg: dict[str, Any], path: str | Path) -> AdapterConfig:
         """The record of a config mapping that passed ``LORA_CONFIG_SCHEMA`` (auditor.inspect.peft_config)."""
         targets = cfg["target_modules"]
         return cls(
@@ -345,7 +345,7 @@ class AdapterInfo:
     declared_base_status: str = field(default="match", compare=False)
     declared_base_note: str = field(default="", compare=False, metadata={"plain": False})
     config: AdapterConfig | None = field(default=None, repr=False, compare=False, metadata={"plain": False})
-    weight_space: "WeightSpace | None" = field(default=None, compare=False)
+    weight_space: WeightSpace | None = field(default=None, compare=False)
     tokenizer_files: TokenizerFiles | None = field(default=None, compare=False)
     vocab_resize: VocabResize | None = field(default=None, compare=False)
 

@@ -155,7 +155,7 @@ class Suite:
     version: int
     path: str
     capabilities: tuple[Capability, ...]
-    items: tuple["Item", ...]
+    items: tuple[Item, ...]
     all_metrics: tuple[str, ...] = ()
     sources: tuple[Mapping[str, Any], ...] = ()
     metric_units: Mapping[str, str] = field(default_factory=dict)

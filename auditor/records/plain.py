@@ -17,12 +17,12 @@ checked against the shipped JSON Schema first, :mod:`auditor.reports.results_fil
 from __future__ import annotations
 
 import collections.abc
-from collections.abc import Mapping
 import dataclasses
 import functools
 import math
 import types
 import typing
+from collections.abc import Mapping
 from typing import Any
 
 

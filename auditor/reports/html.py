@@ -19,8 +19,17 @@ import markupsafe
 
 from ..results import AuditResult
 from ..util.text import strip_controls
-from .view import (_num, adapter_card, chart_groups, comparison_cells, group_summary, item_rows, limit_note,
-                   primary_metrics, rules_by_outcome)
+from .view import (
+    _num,
+    adapter_card,
+    chart_groups,
+    comparison_cells,
+    group_summary,
+    item_rows,
+    limit_note,
+    primary_metrics,
+    rules_by_outcome,
+)
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("auditor.reports", "templates"),

@@ -6,7 +6,6 @@ Untrusted names are escaped plain text (:func:`md`), never inside code spans, wh
 from __future__ import annotations
 
 from collections.abc import Sequence
-
 from pathlib import Path
 from typing import Any
 

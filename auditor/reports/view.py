@@ -7,9 +7,8 @@ way wherever it is shown. Fraction metrics are shown in points (0–100), count 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..records import MetricComparison, RuleOutcome, TokenizerFiles, VocabResize

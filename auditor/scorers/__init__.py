@@ -10,10 +10,9 @@ a new scorer is a new module.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 import importlib
 import pkgutil
+from collections.abc import Mapping, Sequence
 
 from ..records import Generation, Item, MetricSpec, Score
 from .base import SCORERS, Scorer, register

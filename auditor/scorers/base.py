@@ -9,8 +9,8 @@ is adding one module (and its test); the suite schema and the reports read the r
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from ..records import Generation, Item, MetricSpec, Score
 from ..util.registry import Registry

@@ -7,6 +7,7 @@ from __future__ import annotations
 from ..records import Generation, Item, MetricSpec, Score
 from .base import Scorer, register
 
+
 # --------------------------------------------------------------------------- IFEval
 def score_ifeval(item: Item, gen: Generation) -> Score:
     """IFEval, scored by lm-evaluation-harness's copy of Google's reference checkers.

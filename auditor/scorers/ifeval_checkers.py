@@ -16,9 +16,8 @@ the same text always scores the same.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import functools
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 

@@ -22,8 +22,8 @@ from ..util.jsonio import read_jsonl
 from ..util.safe_yaml import load_yaml_text
 from .benchmarks import BENCHMARKS, UnknownBenchmarkError, load_benchmark
 from .items import at, check_prompt_template, check_unique_ids, item_from_row
-from .specs import CapabilitySpec, ScorerCatalogue
 from .sampling import first_rows, sample_rows
+from .specs import CapabilitySpec, ScorerCatalogue
 
 SUITES_DIR = Path(__file__).resolve().parent.parent / "suites"
 

@@ -48,7 +48,7 @@ class SourceSpec:
     unit: str = "item"
 
     @classmethod
-    def from_manifest(cls, spec: str | dict[str, Any]) -> "SourceSpec":
+    def from_manifest(cls, spec: str | dict[str, Any]) -> SourceSpec:
         spec = {"path": spec} if isinstance(spec, str) else spec
         sample = spec.get("sample", "all")
         return cls(frozenset(spec), path=spec.get("path"), benchmark=spec.get("benchmark"), split=spec.get("split"),
@@ -73,7 +73,7 @@ class CapabilitySpec:
     pool: tuple[SourceSpec, ...] = ()
 
     @classmethod
-    def from_manifest(cls, k: int, cap: dict[str, Any]) -> "CapabilitySpec":
+    def from_manifest(cls, k: int, cap: dict[str, Any]) -> CapabilitySpec:
         pool = cap.get("pool") or []
         return cls(k, cap["name"], cap["group"], cap["scorer"], SourceSpec.from_manifest(cap["source"]),
                    int(cap["max_new_tokens"]), cap.get("prompt_template", "{prompt}"),

@@ -56,7 +56,7 @@ from types import SimpleNamespace
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 sys.path.insert(0, str(HERE))
-import zoo_data as zd  # also imports examples/train_demo_adapters.py as zd.demo
+import zoo_data as zd  # noqa: E402 - also imports examples/train_demo_adapters.py as zd.demo
 
 demo = zd.demo
 sys.path.insert(0, str(REPO))  # `auditor`, when run as `python examples/zoo/train_zoo.py`

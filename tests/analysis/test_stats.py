@@ -14,11 +14,9 @@ import yaml
 from auditor.analysis import stats
 from auditor.analysis.compare import StatsSettings, compare_metrics
 from auditor.analysis.drift import drift_score
-from auditor.policy.rules import judge
 from auditor.policy.loading import load_policy
-from auditor.records import Capability, Suite
-from auditor.records import AdapterInfo, Item, Score
-from auditor.records import MetricSpec
+from auditor.policy.rules import judge
+from auditor.records import AdapterInfo, Capability, Item, MetricSpec, Score, Suite
 
 NM = (MetricSpec(name="numeric_match"),)
 

@@ -10,14 +10,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import AUDIT, DEMO_ADAPTERS, ROOT
 
 from auditor.backends.cache import GenerationCache, cache_info, clear_cache, generation_key
-from auditor.util.hashing import adapter_digest, folder_digest
 from auditor.backends.hf import HFBackend
 from auditor.inspect.adapter import inspect_adapter
 from auditor.records import Item, Request
+from auditor.util.hashing import adapter_digest, folder_digest
 
 TERSE, MATH = DEMO_ADAPTERS / "terse-instruct-r8", DEMO_ADAPTERS / "math-arith-r8"
 

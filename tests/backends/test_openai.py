@@ -16,11 +16,11 @@ import time
 import urllib.request
 
 import pytest
-
-from auditor.errors import AuditInputError
-from auditor.backends.openai_server import OpenAIBackend
-from auditor.reports.results_file import schema_error
 from conftest import AUDIT, DEMO_ADAPTERS, ROOT, assert_one_line_error
+
+from auditor.backends.openai_server import OpenAIBackend
+from auditor.errors import AuditInputError
+from auditor.reports.results_file import schema_error
 
 TERSE, MATH = DEMO_ADAPTERS / "terse-instruct-r8", DEMO_ADAPTERS / "math-arith-r8"
 WORKLOAD = ["--capability", "math", "--limit", "2"]
@@ -134,7 +134,7 @@ def test_server_side_refusals_are_one_line_with_the_servers_reason(vllm_server, 
 
     backend = OpenAIBackend(base_model.path, {"adapter": (TERSE, "a" * 64)}, endpoint=vllm_server,
                             served_names={"adapter": "terse"}, max_retries=0)
-    backend.model  # reads the model list: base and adapter are served
+    _ = backend.model  # reads the model list: base and adapter are served
     item = Item(id="math/long", capability="math", group="CAN", messages=({"role": "user", "content": "x"},),
                 max_new_tokens=16, target={"answer": 0})
     with pytest.raises(AuditInputError) as e:

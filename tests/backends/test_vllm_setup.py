@@ -13,12 +13,18 @@ import re
 import subprocess
 
 import pytest
-
 from conftest import AUDIT, DEMO_ADAPTERS, ROOT, assert_one_line_error
 
 from auditor.backends import vllm_compat
-from auditor.backends.vllm_setup import (GiB, EngineStartError, cpu_kv_cache_bytes, diagnose, fit_engine_settings,
-                                         gpu_memory_fraction, root_cause)
+from auditor.backends.vllm_setup import (
+    EngineStartError,
+    GiB,
+    cpu_kv_cache_bytes,
+    diagnose,
+    fit_engine_settings,
+    gpu_memory_fraction,
+    root_cause,
+)
 from auditor.errors import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR
 
 MATH = DEMO_ADAPTERS / "math-arith-r8"

@@ -28,7 +28,6 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-
 from conftest import DEMO_ADAPTERS, ROOT, write_adapter
 
 ACTION = ROOT / "action.yml"

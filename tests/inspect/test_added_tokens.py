@@ -11,9 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from conftest import ROOT
-from conftest import assert_one_line_error
+from conftest import ROOT, assert_one_line_error
 
 from auditor.backends.vllm_compat import vllm_importable
 from auditor.inspect.adapter import inspect_adapter

@@ -20,8 +20,9 @@ def test_default_base_is_a_plain_checkpoint(base_model):
 
 
 def test_local_base_folder(tmp_path, base_model):
-    from auditor.errors import AuditInputError
     import pytest
+
+    from auditor.errors import AuditInputError
 
     local = resolve_base(str(base_model.path))
     assert local.source == "local" and local.path == base_model.path.resolve()
@@ -62,9 +63,8 @@ def test_conversion_is_a_pure_function_of_the_gguf_file_issue_22(tmp_path, base_
     wrote (no converter version in its name) is not reused."""
     from pathlib import Path
 
-    from auditor.util.hashing import folder_digest
     from auditor.inspect.base_model import locate_default_gguf
-    from auditor.util.hashing import sha256_file
+    from auditor.util.hashing import folder_digest, sha256_file
 
     old = tmp_path / "online" / "models" / f"SmolLM2-135M-Instruct-{sha256_file(locate_default_gguf())[:16]}"
     old.mkdir(parents=True)

@@ -10,15 +10,15 @@ import shutil
 import subprocess
 
 import pytest
+from conftest import AUDIT, DEMO_ADAPTERS, ROOT
 
 from auditor.errors import AuditInputError
 from auditor.reports.results_file import schema_error
-from conftest import AUDIT, DEMO_ADAPTERS, ROOT
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 
-def _fake_hub_repo(hub: "os.PathLike", repo_id: str, files: dict, commit: str = COMMIT, ref: str = "main"):
+def _fake_hub_repo(hub: os.PathLike, repo_id: str, files: dict, commit: str = COMMIT, ref: str = "main"):
     """Lay out ``files`` (name → source path) as huggingface_hub's cache does:
     models--owner--name/{refs/<ref>, snapshots/<commit>/...}."""
     root = hub / ("models--" + repo_id.replace("/", "--"))

@@ -6,11 +6,11 @@ import json
 
 import pytest
 import torch
+from conftest import MEDICAL, needs_shared, write_adapter
 
 from auditor.errors import AuditInputError
 from auditor.inspect.adapter import inspect_adapter, preflight_adapter
 from auditor.inspect.model_card import model_card_label
-from conftest import MEDICAL, needs_shared, write_adapter
 
 
 @needs_shared

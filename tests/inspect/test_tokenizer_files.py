@@ -7,8 +7,7 @@ import json
 import shutil
 
 import pytest
-from conftest import MEDICAL, needs_shared, write_adapter
-from conftest import assert_one_line_error
+from conftest import MEDICAL, assert_one_line_error, needs_shared, write_adapter
 from test_cli import audit
 
 from auditor.errors import AuditInputError

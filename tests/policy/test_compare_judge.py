@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+
 import pytest
 
 from auditor.analysis.compare import compare_metrics
 from auditor.analysis.drift import drift_score
 from auditor.errors import AuditInputError
-from auditor.policy.rules import judge
 from auditor.policy.loading import MetricLimit, load_policy
+from auditor.policy.rules import judge
+from auditor.records import AdapterInfo, Score
 from auditor.scorers import SCORERS
 from auditor.suite.manifest import load_suite
-from auditor.records import AdapterInfo, Score
 
 METRICS = list(load_suite("smoke", scorers=SCORERS).all_metrics)
 
@@ -161,8 +162,8 @@ def test_baseline_limits_judge_candidate_against_previous_release(tmp_path):
     previous release had installed (seed 002) → the 'vs previous release' rule fails."""
     import yaml
 
-    from auditor.policy.rules import BASELINE_PREFIX
     from auditor.policy.loading import DEFAULT_POLICY
+    from auditor.policy.rules import BASELINE_PREFIX
 
     raw = yaml.safe_load(DEFAULT_POLICY.read_text())
     raw["statistics"]["min_items"] = 1
@@ -199,7 +200,8 @@ def test_a_single_cluster_is_inconclusive_not_certain(tmp_path):
     zero-width interval, which must not decide a `confident` rule nor colour the report."""
     import dataclasses
 
-    from auditor.reports.view import direction as _direction, comparison_cells
+    from auditor.reports.view import comparison_cells
+    from auditor.reports.view import direction as _direction
 
     policy = load_policy(None, METRICS)
     _, comps = _suite_and_comparisons(base_math=4, adapter_math=0, base_if=2, adapter_if=2)

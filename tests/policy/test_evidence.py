@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import ROOT
 
 from auditor.analysis import StatsSettings, compare_metrics, drift_score
 from auditor.policy import load_policy
@@ -15,7 +16,6 @@ from auditor.policy.rules import judge
 from auditor.records import AdapterInfo, Capability, Item, MetricSpec, Score, Suite
 from auditor.scorers import SCORERS
 from auditor.suite import preset_metric_units
-from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 

@@ -14,13 +14,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import sync_playwright
-
-from auditor.reports.view import item_rows
-from auditor.reports import write_reports
-from auditor.results import AuditResult
 from conftest import AUDIT, DEMO_ADAPTERS, ROOT
+from playwright.sync_api import sync_playwright
 from test_report import _results
+
+from auditor.reports import write_reports
+from auditor.reports.view import item_rows
+from auditor.results import AuditResult
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # flags from Debian's headless setup: no sandbox (root in CI), no GPU, no background connections

@@ -9,23 +9,24 @@ import io
 import json
 import re
 import subprocess
-from pathlib import Path
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import jsonschema
 import pytest
 import xmlschema
+from conftest import AUDIT, ROOT
 
 from auditor.errors import AuditInputError
-from auditor.reports.results_file import RESULTS_SCHEMA_PATH, load_results, schema_error
-from auditor.reports.markdown import SUMMARY_MAX_CHARS, render_checklist, render_summary_md
-from auditor.reports.view import reason as _reason, chart_groups, group_summary, item_rows
+from auditor.reports import write_reports
 from auditor.reports.html import render_html
 from auditor.reports.junit import render_junit
+from auditor.reports.markdown import SUMMARY_MAX_CHARS, render_checklist, render_summary_md
+from auditor.reports.results_file import RESULTS_SCHEMA_PATH, load_results, schema_error
 from auditor.reports.sarif import render_sarif
-from auditor.reports import write_reports
+from auditor.reports.view import chart_groups, group_summary, item_rows
+from auditor.reports.view import reason as _reason
 from auditor.results import AuditResult
-from conftest import AUDIT, ROOT
 
 SCHEMAS = ROOT / "tests" / "schemas"
 

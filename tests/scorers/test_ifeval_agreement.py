@@ -14,7 +14,6 @@ import random
 from pathlib import Path
 
 import pytest
-
 from conftest import SHARED, needs_shared
 
 pytestmark = needs_shared
@@ -48,10 +47,9 @@ def harness_task(tmp_path_factory):
 
 def test_ifeval_prompt_and_instruction_level_equal_lm_eval(tmp_path, harness_task):
     from auditor.analysis.compare import compare_metrics
-    from auditor.scorers import SCORERS
-    from auditor.suite.manifest import load_suite
     from auditor.records import Generation
-    from auditor.scorers import score_all
+    from auditor.scorers import SCORERS, score_all
+    from auditor.suite.manifest import load_suite
 
     manifest = tmp_path / "ifeval_full.yaml"
     manifest.write_text(

@@ -8,11 +8,10 @@ from collections import Counter, defaultdict
 import pytest
 
 from auditor.errors import AuditInputError
-from auditor.suite.manifest import SUITES_DIR, load_suite
 from auditor.records import Generation, Item
-from auditor.scorers import SCORERS, metrics_of
+from auditor.scorers import SCORERS, metrics_of, score_all
 from auditor.scorers.multiple_choice import extract_choice, score_multiple_choice
-from auditor.scorers import score_all
+from auditor.suite.manifest import SUITES_DIR, load_suite
 
 CHOICES = ["London", "Paris", "Berlin", "Madrid"]
 BUILTIN = SUITES_DIR / "builtin"

@@ -11,14 +11,14 @@ from collections import Counter, defaultdict
 import pytest
 
 from auditor.errors import AuditInputError
-from auditor.suite.manifest import SUITES_DIR, load_suite
 from auditor.records import Generation, Item
 from auditor.scorers import SCORERS, metrics_of
-from auditor.scorers.json_schema import extract_json, score_json_schema
 from auditor.scorers.abstention import is_abstention, score_abstention
+from auditor.scorers.json_schema import extract_json, score_json_schema
 from auditor.scorers.length import score_length
 from auditor.scorers.multiturn import score_multiturn
 from auditor.scorers.trigger import score_trigger
+from auditor.suite.manifest import SUITES_DIR, load_suite
 
 BUILTIN = SUITES_DIR / "builtin"
 PROBES = {"verbosity": ("WILL", "length"), "abstention": ("WILL", "abstention"), "format": ("HOW", "json_schema"),
@@ -454,7 +454,7 @@ def test_builtin_trigger_items_are_one_question_under_every_context():
     for qid, cl in by_cluster.items():
         assert set(cl) == contexts, qid  # a complete grid: every question under every context
         exprs = set()
-        for ctx, it in cl.items():
+        for it in cl.values():
             m = re.search(r"(\d+) ([-+×]) (\d+)", it.prompt)
             a, op, b = int(m.group(1)), m.group(2), int(m.group(3))
             gold = {"+": a + b, "-": a - b, "×": a * b}[op]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from auditor.records import Generation, Item
+from auditor.scorers.ifeval import score_ifeval
 from auditor.scorers.numeric_match import extract_number, score_numeric_match
 from auditor.scorers.refusal import is_refusal
-from auditor.scorers.ifeval import score_ifeval
 
 
 def _item(cap: str, target: dict, prompt: str = "p") -> Item:

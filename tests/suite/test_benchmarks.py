@@ -6,17 +6,17 @@ import json
 from collections import Counter
 
 import pytest
+from conftest import SHARED, needs_shared
 
 from auditor.errors import AuditInputError
 from auditor.scorers import SCORERS
-from auditor.suite.manifest import load_suite
-from auditor.suite.sampling import allocate, first_rows, sample_rows
-from auditor.suite.benchmarks.gsm8k import gsm8k_gold, read_gsm8k
 from auditor.suite.benchmarks import load_benchmark
+from auditor.suite.benchmarks.gsm8k import gsm8k_gold, read_gsm8k
 from auditor.suite.benchmarks.ifeval import read_ifeval
 from auditor.suite.benchmarks.mmlu_redux import read_mmlu_redux
 from auditor.suite.benchmarks.xstest import read_xstest
-from conftest import SHARED, needs_shared
+from auditor.suite.manifest import load_suite
+from auditor.suite.sampling import allocate, first_rows, sample_rows
 
 DATA = SHARED / "data"
 MMLU = DATA / "mmlu_redux"

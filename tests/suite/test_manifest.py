@@ -8,9 +8,9 @@ import re
 import pytest
 
 from auditor.errors import AuditInputError
+from auditor.scorers import SCORERS
 from auditor.suite.manifest import load_suite
 from auditor.suite.plan import plan_requests
-from auditor.scorers import SCORERS
 
 
 def test_smoke_suite_covers_can_will_how_cond_with_12_plus_items_each():

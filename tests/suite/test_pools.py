@@ -8,11 +8,11 @@ import subprocess
 import sys
 
 import pytest
+from conftest import ROOT
 
 from auditor.scorers import SCORERS
 from auditor.suite import load_suite
 from auditor.suite.pools import load_pool
-from conftest import ROOT
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,10 @@ from __future__ import annotations
 import csv
 import io
 import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from ...errors import AuditInputError
 from ...util.jsonio import read_text

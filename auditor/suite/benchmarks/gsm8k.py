@@ -12,7 +12,6 @@ from ...errors import AuditInputError
 from ...util.jsonio import read_jsonl
 from .base import Benchmark, BenchmarkRows, hub_split, need, register
 
-
 # --------------------------------------------------------------------------- GSM8K
 _GSM8K_GOLD = re.compile(r"####\s*(-?[\d,]*\.?\d+)\s*$")
 

@@ -15,7 +15,6 @@ from ...errors import AuditInputError
 from ...records import LETTERS
 from .base import Benchmark, BenchmarkRows, csv_records, hub_split, need, register
 
-
 # --------------------------------------------------------------------------- MMLU-Redux
 MMLU_COLUMNS = ("question", "choices", "answer", "error_type")
 

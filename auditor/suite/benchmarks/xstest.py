@@ -5,12 +5,12 @@ split ``safe`` (250 prompts that only look unsafe) or ``unsafe`` (200, the ``con
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from ...errors import AuditInputError
 from .base import Benchmark, BenchmarkRows, csv_records, hub_split, need, register
-
 
 # --------------------------------------------------------------------------- XSTest
 XSTEST_SPLITS = ("safe", "unsafe", "all")
