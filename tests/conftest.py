@@ -46,7 +46,8 @@ def assert_one_line_error(proc: subprocess.CompletedProcess, *needles: str, code
 def _session_cache() -> None:
     """A fresh generation cache per test session (answers are never carried over
     from an earlier session), sharing the user's converted base model and NLTK
-    data through symlinks so the one-minute conversion is not redone."""
+    data through symlinks so the one-minute conversion is not redone; the machine's measured
+    continuous-batching throughput (``throughput/``, a property of the machine, not of any answer) too."""
     import atexit
     import shutil
     import tempfile
@@ -55,7 +56,7 @@ def _session_cache() -> None:
 
     user = cache_dir()
     session = Path(tempfile.mkdtemp(prefix="auditor-test-cache-"))
-    for shared in ("models", "nltk_data"):
+    for shared in ("models", "nltk_data", "throughput"):
         (user / shared).mkdir(exist_ok=True)
         (session / shared).symlink_to(user / shared, target_is_directory=True)
     os.environ["AUDITOR_USER_CACHE_DIR"] = str(user)

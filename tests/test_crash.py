@@ -5,8 +5,8 @@ once on one cache directory do not corrupt each other.
 
 Every run here is a real ``audit`` process on the embedded base with a tiny
 workload (3 multiple-choice items of 12 tokens, one per batch). Results are compared without what
-legitimately differs between runs: timestamps, timings, cache counters and the
-cache's own path.
+legitimately differs between runs: timestamps, timings, cache counters, the engine's
+record of what this process decoded (``run.hf``) and the cache's own path.
 """
 
 from __future__ import annotations
@@ -68,9 +68,9 @@ def _kill_when(proc: subprocess.Popen, ready, what: str, timeout: float = 300) -
 
 
 def _comparable(r: dict) -> dict:
-    """results.json without what differs between equal runs (times, cache counters, cache path)."""
+    """results.json without what differs between equal runs (times, cache counters, what was decoded, cache path)."""
     r = json.loads(json.dumps(r))
-    for k in ("created_at", "timings", "cache", "generated", "new_tokens", "model_loaded"):
+    for k in ("created_at", "timings", "cache", "generated", "new_tokens", "model_loaded", "hf"):
         r["run"].pop(k)
     r["base"].pop("path")
     for p in r["run"].get("prompts", {}).values():  # the base folder's path again (it is under each cache)

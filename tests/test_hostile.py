@@ -289,7 +289,8 @@ def test_dora_runs_on_the_hf_backend_even_when_the_config_denies_it(tmp_path, ba
     from auditor.records import Item, Request
 
     a = _dora(tmp_path / "a", use_dora=False)
-    backend = HFBackend(base_model.path, {"adapter": (a, "dora-test")}, batch_size=2)
+    # static batching: the path that can mix variants in one batch (continuous streams never do)
+    backend = HFBackend(base_model.path, {"adapter": (a, "dora-test")}, batch_size=2, batching="static")
     item = Item(id="t/0", capability="math", group="CAN", messages=({"role": "user", "content": "What is 2+3?"},), max_new_tokens=4, target={})
     gens = backend.generate([Request(item=item, variant="base"), Request(item=item, variant="adapter")])
     assert [g.variant for g in gens] == ["base", "adapter"] and all(g.n_tokens > 0 for g in gens)

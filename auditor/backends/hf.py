@@ -322,18 +322,17 @@ class HFBackend(CachedBackend):
                 scope = contextlib.nullcontext()
                 if variant != "base":
                     self.model.set_adapter(variant)
-            slots = self._slots()
-            t0 = time.perf_counter()
+            slots = self._slots(len(items))
             with scope:  # (not inference_mode: the library's loop thread writes the tensors warmup makes)
                 rows = stream_generate(self.model, ids, [it.max_new_tokens for it in items], slots=slots,
                                        generation_config=config, on_done=advance)
-            seconds, tokens = time.perf_counter() - t0, 0
+            tokens = 0
             for it, row in zip(items, rows):
                 text, n = self._decode(row, variant)
                 tokens += n
                 self._record(p, it, variant, text, n)
             self.streams.append({"variant": variant, "requests": len(items), "slots": min(slots, len(items)),
-                                 "new_tokens": tokens, "seconds": round(seconds, 3)})
+                                 "new_tokens": tokens})  # (durations are run.timings': results repeat byte for byte)
 
     def _stream_generation_config(self, max_new_tokens: int) -> Any:
         """Greedy decoding with the model's own EOS ids (what static ``generate`` stops on)."""
@@ -344,14 +343,17 @@ class HFBackend(CachedBackend):
         return GenerationConfig(do_sample=False, eos_token_id=eos if eos is not None else self.tokenizer.eos_token_id,
                                 pad_token_id=self.tokenizer.pad_token_id, max_new_tokens=max_new_tokens)
 
-    def _slots(self) -> int:
-        """Requests decoded at once in a stream: ``batch_size``, or with ``auto`` the count beyond which this
-        machine's tokens per second stop rising (:func:`auditor.backends.throughput.best_slots`, measured
-        once per model shape and machine, then cached)."""
+    def _slots(self, requests: int) -> int:
+        """Requests decoded at once in a stream of ``requests``: ``batch_size``, or with ``auto`` the count
+        beyond which this machine's tokens per second stop rising (:func:`auditor.backends.throughput.best_slots`,
+        measured once per model shape and machine, then cached); a stream no longer than the sweep's first
+        step decodes all its requests at once without measuring (fewer slots could not be faster)."""
         if self.batch_size != "auto":
             return int(self.batch_size)
-        from .throughput import best_slots
+        from .throughput import SLOT_STEPS, best_slots
 
+        if self.slots_choice is None and requests <= SLOT_STEPS[0]:
+            return max(1, requests)
         if self.slots_choice is None:
             self.slots_choice = best_slots(self.model, self.dtype, self.device)
         return self.slots_choice.slots

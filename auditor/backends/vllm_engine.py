@@ -166,7 +166,7 @@ class VLLMBackend(CachedBackend):
             kw["enforce_eager"] = True  # no CUDA graphs and no torch.compile warm-up on the CPU
         return kw | self.fit().kwargs | self.engine_args
 
-    def _load(self):
+    def _load(self) -> Any:
         """The vLLM engine (:func:`~auditor.backends.vllm_setup.start_engine`), with the sizing's
         environment set while it starts (its processes inherit it).
 

@@ -34,7 +34,7 @@ def test_weights_file_argument_is_accepted(base_model):
 def test_built_adapter_matches_base_without_warning(tmp_path, base_model):
     a = write_adapter(tmp_path / "a", r=4)
     info = inspect_adapter(a, base_model.path, base_model.name)
-    assert info.warnings == [] and info.max_rank == 4 and info.matched_modules == 60
+    assert info.warnings == () and info.max_rank == 4 and info.matched_modules == 60
 
 
 def _fault(tmp_path, base_model, **kw) -> str:

@@ -38,7 +38,7 @@ def _adapter(tmp_path, name="a", **files):
 @needs_shared
 def test_the_third_party_adapters_tokenizer_files_against_the_base(base_model):
     t = inspect_tokenizer_files(MEDICAL, base_model.path)
-    assert t.files == ["special_tokens_map.json", "tokenizer_config.json"]
+    assert t.files == ("special_tokens_map.json", "tokenizer_config.json")
     # its ChatML template (SmolLM v1's, from tokenizer_config.json) is not the base's: no default system turn
     assert t.chat_template == "differs" and t.template_file == "tokenizer_config.json"
     cfg = json.loads((MEDICAL / "tokenizer_config.json").read_text())
@@ -47,7 +47,7 @@ def test_the_third_party_adapters_tokenizer_files_against_the_base(base_model):
     assert t.base_template_sha256 != t.template_sha256
     # no vocabulary file; its 17 added tokens sit at the base's ids and its declared size is the base's
     assert t.vocabulary == "identical" and t.vocab_size == t.base_vocab_size == 49152
-    assert t.added_tokens == 17 and t.new_tokens == [] and t.special_tokens == {}
+    assert t.added_tokens == 17 and t.new_tokens == () and t.special_tokens == {}
 
 
 @needs_shared
@@ -55,10 +55,10 @@ def test_by_default_the_third_party_adapter_is_prompted_with_its_own_template(ba
     from auditor.backends.hf import HFBackend
 
     info = inspect_adapter(MEDICAL, base_model.path, base_model.name)
-    templates = choose_templates("adapter", base_model.path, {"adapter": info})
+    templates, warnings = choose_templates("adapter", base_model.path, {"adapter": info})
     assert templates["base"].chat_template == "base" and templates["adapter"].chat_template == "adapter"
     assert templates["adapter"].template_file == str(MEDICAL / "tokenizer_config.json")
-    assert any("ships its own chat template (tokenizer_config.json), which differs" in w for w in info.warnings)
+    assert any("ships its own chat template (tokenizer_config.json), which differs" in w for w in warnings["adapter"])
     backend = HFBackend(base_model.path, {"adapter": (MEDICAL, "d" * 64)})
     backend.set_templates(templates)
     item = Item(id="math/x", capability="math", group="CAN", messages=({"role": "user", "content": "What is 2 + 2?"},), max_new_tokens=8, target={})
@@ -71,10 +71,10 @@ def test_by_default_the_third_party_adapter_is_prompted_with_its_own_template(ba
     assert p.keys[("math/x", "base")] != p.keys[("math/x", "adapter")]
 
     info = inspect_adapter(MEDICAL, base_model.path, base_model.name)
-    templates = choose_templates("base", base_model.path, {"adapter": info})
+    templates, warnings = choose_templates("base", base_model.path, {"adapter": info})
     assert templates["adapter"] == templates["base"] and templates["adapter"].chat_template == "base"
     assert any("own chat template (tokenizer_config.json) was not used (it differs from the base's)" in w
-               for w in info.warnings)
+               for w in warnings["adapter"])
 
 
 def test_an_identical_template_is_said_so_and_changes_nothing(base_model, tmp_path):
@@ -84,9 +84,9 @@ def test_an_identical_template_is_said_so_and_changes_nothing(base_model, tmp_pa
     t = info.tokenizer_files
     # chat_template.jinja wins over tokenizer_config.json's chat_template, as in transformers
     assert t.chat_template == "identical" and t.template_file == "chat_template.jinja"
-    templates = choose_templates("adapter", base_model.path, {"adapter": info})
+    templates, warnings = choose_templates("adapter", base_model.path, {"adapter": info})
     assert templates["adapter"] == templates["base"]
-    assert not [w for w in info.warnings if "chat template" in w]
+    assert not [w for w in info.warnings + warnings["adapter"] if "chat template" in w]
     assert t.vocabulary == "none" and t.special_tokens == {}
 
 
@@ -96,8 +96,8 @@ def test_added_tokens_and_another_eos_are_warned_about(base_model, tmp_path):
         "eos_token": "<|endoftext|>", "vocab_size": 49153})
     info = inspect_adapter(folder, base_model.path, base_model.name)
     t = info.tokenizer_files
-    assert t.vocabulary == "differs" and t.vocab_size == 49153 and t.new_tokens == ["<|tool_call|>"]
-    assert t.special_tokens == {"eos_token": ["<|endoftext|>", "<|im_end|>"]}
+    assert t.vocabulary == "differs" and t.vocab_size == 49153 and t.new_tokens == ("<|tool_call|>",)
+    assert t.special_tokens == {"eos_token": ("<|endoftext|>", "<|im_end|>")}
     assert any("another vocabulary than the base's (49153 tokens against the base's 49152; not in the base's "
                "vocabulary at that id: <|tool_call|>)" in w for w in info.warnings)
     assert any("set eos_token to '<|endoftext|>', the base's is '<|im_end|>'" in w for w in info.warnings)
@@ -108,12 +108,12 @@ def test_a_template_file_renders_every_variant(base_model, tmp_path):
     tpl = tmp_path / "mine.jinja"
     tpl.write_text(CHATML_NO_SYSTEM.replace("<|im_start|>assistant", "<|im_start|>assistant\nAnswer:"))
     info = inspect_adapter(folder, base_model.path, base_model.name)
-    templates = choose_templates(str(tpl), base_model.path, {"adapter": info})
+    templates, warnings = choose_templates(str(tpl), base_model.path, {"adapter": info})
     assert templates["base"] == templates["adapter"]
     assert templates["base"].chat_template == f"file:{tpl}" and templates["base"].template_sha256 == \
         template_sha256(tpl.read_text())
     assert any(f"was not used (it differs from the base's): its answers were prompted with the one in {tpl}" in w
-               for w in info.warnings)
+               for w in warnings["adapter"])
 
 
 @pytest.mark.parametrize("content,needle", [
@@ -146,8 +146,8 @@ def test_a_missing_template_file_and_an_invalid_own_template(base_model, tmp_pat
     assert not out.exists()
     # --chat-template base does not use it: a warning, no error
     info = inspect_adapter(broken, base_model.path, base_model.name)
-    choose_templates("base", base_model.path, {"adapter": info})
-    assert any("was not used (it is not valid Jinja" in w for w in info.warnings)
+    warnings = choose_templates("base", base_model.path, {"adapter": info}).warnings
+    assert any("was not used (it is not valid Jinja" in w for w in warnings["adapter"])
 
 
 @needs_shared

@@ -65,7 +65,7 @@ def test_failing_demo_report_in_chromium(tmp_path, browser):
     # a real failing audit (the mislabelled demo adapter, same run as test_cli's, so the cache serves it)
     out = tmp_path / "terse"
     proc = subprocess.run([*AUDIT, str(DEMO_ADAPTERS / "terse-instruct-r8"), "--capability", "math",
-                           "--capability", "ifeval", "--limit", "16", "--budget", "96", "--out", str(out), "--quiet"],
+                           "--capability", "ifeval", "--limit", "16", "--budget", "96", "--dtype", "float32", "--out", str(out), "--quiet"],
                           capture_output=True, text=True, cwd=ROOT, timeout=1800)
     assert proc.returncode == 1, proc.stderr
     results = json.loads((out / "results.json").read_text())
