@@ -348,7 +348,10 @@ def main() -> int:
         lines.append(line)
 
     say(f"machine: {res['machine']}")
-    if args.suite:
+    if args.parts == "e":
+        say(f"items: the smoke suite's {len(suite.items)} items in {len(suite.capabilities)} capabilities and every "
+            "round the audit draws; the audit's own defaults (dtype, batching, batch size)")
+    elif args.suite:
         say(f"items: suite {args.suite}, {len(suite.items)} items in {len(suite.capabilities)} capabilities, "
             f"batch size {args.batch_size}, greedy, fp32, backend {args.backend}")
     else:

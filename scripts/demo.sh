@@ -12,8 +12,8 @@ set -e
 [ "$rc" -le 1 ] || exit "$rc"
 # exit 1 means some adapter failed: the demo expects exactly terse-instruct-r8 to
 verdicts=$(.venv/bin/python -c 'import json, pathlib
-print(" ".join(f"{p.parent.name}={json.loads(p.read_text())[\"verdict\"][\"verdict\"]}"
-               for p in sorted(pathlib.Path("reports/demo").glob("*/results.json"))))')
+rows = sorted(pathlib.Path("reports/demo").glob("*/results.json"))
+print(" ".join(p.parent.name + "=" + json.loads(p.read_text())["verdict"]["verdict"] for p in rows))')
 echo "demo: $verdicts (open reports/demo/index.html)"
 if [ "$verdicts" = "math-good=pass terse-instruct-r8=fail" ]; then
   echo "demo: as expected: terse-instruct-r8 is labelled 'instruction' but was trained on terse arithmetic answers"
