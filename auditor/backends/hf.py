@@ -23,6 +23,7 @@ from .batching import auto_batch_size
 from .batching import batches as _batches
 from .batching import free_memory_bytes as _free_memory_bytes
 from .cache import GenerationCache
+from .hf_attention import ATTENTION
 from .hf_peft import as_the_tensors_say as _as_the_tensors_say
 from .hf_peft import base_vocabulary_only as _base_vocabulary_only
 from .hf_peft import drop_adapter_names_hooks as _drop_adapter_names_hooks
@@ -189,12 +190,16 @@ class HFBackend(CachedBackend):
                "versions": versions(("torch", "transformers", "peft"))}
         # the engine path keys the answers: a continuous stream's are never mixed with static generate's
         # (the static path's key is what it always was, so its cached answers stay valid)
-        return out | {"batching": "continuous", "mixed_variants": False} if self.batching == "continuous" else out
+        # (and the attention path: per request answers in bf16 differ from the library's dense-mask sdpa)
+        if self.batching != "continuous":
+            return out
+        return out | {"batching": "continuous", "mixed_variants": False, "attention": ATTENTION}
 
     def run_info(self, variant: str) -> dict[str, Any]:
         """What results.json records of the engine (``run.hf``): the batching path and the requests decoded at
         once (continuous: per stream; static: items per call)."""
         return {"batching": self.batching, "streams": list(self.streams),
+                "attention": ATTENTION if self.batching == "continuous" else "sdpa",
                 "slots": None if self.slots_choice is None else self.slots_choice.as_dict()}
 
     def _generate_batch(self, prompts: list[str], max_new_tokens: int, variants: list[str] | None = None,

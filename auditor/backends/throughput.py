@@ -3,8 +3,8 @@ machine's tokens per second stop rising, measured once per model shape and machi
 
 More requests per step read the weights once for more tokens (decoding is bound by reading them), so
 tokens/s rise with the slot count, until the step's other costs catch up: attention over every
-request's cache (on the CPU a dense mask over all of them, cost ∝ slots² × length,
-:mod:`auditor.backends.hf_stream`), and the compute itself. Memory is not what bounds it here: the
+request's cache (per request, :mod:`auditor.backends.hf_attention`; the library's dense mask over all of
+them cost ∝ slots² × length), and the compute itself. Memory is not what bounds it here: the
 paged cache holds only the tokens of the requests in flight.
 
 The sweep decodes :data:`PROBE_TOKENS` forced tokens (EOS off) for ``slots`` prompts of
@@ -38,7 +38,7 @@ PROBE_PROMPT_TOKENS = 48
 RISE = 0.08
 #: the choice: the fewest slots whose tokens/s are within this fraction of the best
 NEAR_BEST = 0.05
-CACHE_FOLDER, CACHE_VERSION = "throughput", 3
+CACHE_FOLDER, CACHE_VERSION = "throughput", 4
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,11 +127,13 @@ def best_slots(model: Any, dtype: str, device: str) -> SlotsChoice:
 
     from ..util.files import atomic_write, cache_dir
     from ..util.hashing import canonical_sha256
+    from .hf_attention import ATTENTION
 
     config = getattr(model, "config", None)
     key = canonical_sha256({"version": CACHE_VERSION, "shape": _shape(config), "dtype": dtype,
                             "device": device.split(":")[0], "machine": _machine(), "torch": torch.__version__,
-                            "transformers": transformers.__version__, "probe": [PROBE_TOKENS, PROBE_PROMPT_TOKENS]})
+                            "transformers": transformers.__version__, "probe": [PROBE_TOKENS, PROBE_PROMPT_TOKENS],
+                            "attention": ATTENTION})
     path = cache_dir() / CACHE_FOLDER / f"{key}.json"
     try:
         d = json.loads(path.read_text(encoding="utf-8"))

@@ -1,0 +1,128 @@
+"""Attention for continuous batching on the CPU, request by request instead of over one dense mask.
+
+transformers' continuous batching packs every request of a step into one row and, for ``sdpa``, calls
+``torch.nn.functional.scaled_dot_product_attention`` once over all of them with a block-diagonal mask
+(``continuous_batching.utils.build_attention_mask``): the score matrix is (all query tokens) × (all
+key tokens of every request), so a step of B decoding requests of length L costs B × (B·L) where each
+request needs only L. On the 2-core CPU (SmolLM2-135M, bf16, 32 slots) that product was 41% of the
+generation loop's time (py-spy, benchmarks/RESULTS.md), more than every linear layer together.
+
+:func:`varlen_sdpa_attention` is the same attention computed per request with torch's SDPA, the way
+the flash kernels' ``cu_seq_lens`` interface computes it on a GPU: decoding requests (one query token)
+in one batched call over their own keys, padded to the longest of them, and each prefill chunk on its
+own with the bottom-right causal mask the library builds. It is registered with transformers'
+``AttentionInterface`` (the library's extension point for attention functions) and switched on for
+one stream by :func:`per_request_attention`; the library's scheduler, paged cache and its index
+updates are untouched (``cache.update`` is called exactly as the library's ``sdpa`` function calls it).
+
+Layers with a sliding window (Gemma 3, Mistral with ``sliding_window``) or attention sinks are handed
+to the library's own function unchanged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+#: the name the function is registered under in transformers' ``AttentionInterface``
+NAME = "auditor_varlen_sdpa"
+#: the attention path of a continuous stream, as cache keys and results.json (``run.hf.attention``) name it
+ATTENTION = "per_request_sdpa/1"
+
+
+def varlen_sdpa_attention(module: Any, query: Any, key: Any, value: Any, attention_mask: Any,
+                          dropout: float = 0.0, scaling: float | None = None, **kwargs: Any) -> tuple[Any, None]:
+    """Causal attention of a continuous-batching step, per request.
+
+    Args:
+        module: the attention layer (``layer_idx``, ``num_key_value_groups``).
+        query: ``[1, heads, q_tokens, head_dim]``, every request's new tokens packed (``cu_seq_lens_q``).
+        key, value: ``[1, kv_heads, q_tokens, head_dim]``; the paged cache turns them into every
+            request's whole context, packed (``cu_seq_lens_k``).
+        attention_mask: the library's dense block-diagonal mask, not used here (it is the same
+            causal pattern, request by request).
+        scaling: the softmax scale.
+        kwargs: ``cache`` (``PagedAttentionCache``), ``cu_seq_lens_q``, ``cu_seq_lens_k`` and the
+            cache's read/write indices, as continuous batching passes them.
+
+    Returns:
+        ``([1, q_tokens, heads, head_dim], None)``, as transformers' ``sdpa_attention_forward``.
+    """
+    import torch
+    from torch.nn.functional import scaled_dot_product_attention as sdpa
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    cache = kwargs.get("cache")
+    if (cache is None or "cu_seq_lens_q" not in kwargs or getattr(module, "sliding_window", None)
+            or hasattr(module, "sinks") or dropout):
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
+                                      **kwargs)
+    kwargs.pop("cache")
+    key, value = cache.update(key_states=key, value_states=value, layer_idx=module.layer_idx, kwargs=kwargs)
+    cq = kwargs["cu_seq_lens_q"].tolist()
+    ck = kwargs["cu_seq_lens_k"].tolist()
+    gqa = getattr(module, "num_key_value_groups", 1) > 1
+    out = query.new_zeros(query.shape)
+    q0, k0, v0, o0 = query[0], key[0], value[0], out[0]  # [heads, tokens, head_dim]
+    decode = [i for i in range(len(cq) - 1) if cq[i + 1] - cq[i] == 1]
+    if decode:
+        lens = torch.tensor([ck[i + 1] - ck[i] for i in decode])
+        width = int(lens.max())
+        span = torch.arange(width)
+        index = (torch.tensor([ck[i] for i in decode])[:, None] + span).clamp_(max=k0.shape[1] - 1)
+        keep = (span < lens[:, None])[:, None, None, :]  # [requests, 1, 1, width]
+        rows = torch.tensor([cq[i] for i in decode])
+        kv_heads = k0.shape[0]
+        # a decoding request's query heads that share a key head are that head's query rows ([requests,
+        # kv_heads, groups, head_dim]; Llama's repeat_kv maps head h to key head h // groups): one SDPA call
+        # with no repeated keys (torch's bf16 CPU kernel is ~7x slower on one query row per head with GQA)
+        q = q0[:, rows].transpose(0, 1).reshape(len(decode), kv_heads, -1, q0.shape[-1])
+        k = k0[:, index].transpose(0, 1)  # [requests, kv_heads, width, head_dim]
+        v = v0[:, index].transpose(0, 1)
+        o = sdpa(q, k, v, attn_mask=keep, scale=scaling)  # [requests, kv_heads, groups, head_dim]
+        o = o.reshape(len(decode), -1, o.shape[-1]).transpose(0, 1)  # [heads, requests, head_dim]
+        if len(decode) == o0.shape[1]:
+            o0.copy_(o)
+        else:
+            o0[:, rows] = o
+    for i in range(len(cq) - 1):
+        lq, lk = cq[i + 1] - cq[i], ck[i + 1] - ck[i]
+        if lq == 1 or lq == 0:
+            continue
+        q = q0[None, :, cq[i]:cq[i + 1]]
+        k, v = k0[None, :, ck[i]:ck[i + 1]], v0[None, :, ck[i]:ck[i + 1]]
+        if lq == lk:
+            o = sdpa(q, k, v, is_causal=True, scale=scaling, enable_gqa=gqa)
+        else:  # a chunk after cached tokens: query t sees the first lk - lq + t + 1 keys
+            mask = torch.ones(lq, lk, dtype=torch.bool).tril_(lk - lq)
+            o = sdpa(q, k, v, attn_mask=mask, scale=scaling, enable_gqa=gqa)
+        o0[:, cq[i]:cq[i + 1]] = o[0]
+    return out.transpose(1, 2).contiguous(), None
+
+
+def register() -> None:
+    """Register :func:`varlen_sdpa_attention` with transformers' ``AttentionInterface`` (idempotent)."""
+    from transformers import AttentionInterface
+
+    if NAME not in AttentionInterface._global_mapping:
+        AttentionInterface.register(NAME, varlen_sdpa_attention)
+
+
+@contextlib.contextmanager
+def per_request_attention(model: Any) -> Iterator[None]:
+    """Within the block, ``model`` (already initialised for continuous batching with ``sdpa``: the
+    library sizes its cache and builds its inputs for that) computes attention with
+    :func:`varlen_sdpa_attention`; its own implementation again after the block. A model on another
+    implementation (``paged|eager``, flash) is left as it is."""
+    config = getattr(model, "config", None)
+    before = getattr(config, "_attn_implementation", None)
+    if before != "sdpa":
+        yield
+        return
+    register()
+    model.set_attn_implementation(NAME)
+    try:
+        yield
+    finally:
+        model.set_attn_implementation(before)

@@ -1,0 +1,56 @@
+"""Per-request attention in a continuous-batching stream (auditor.backends.hf_attention) against the
+library's own sdpa over the dense block-diagonal mask: the same greedy fp32 answers on the real base,
+through every path of the function (a batch of decoding requests, a whole prompt, a chunk after cached
+tokens: a shared template start or a prompt split over steps), and the model's attention restored."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def model(base_model):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(base_model.path))
+    m = AutoModelForCausalLM.from_pretrained(str(base_model.path), dtype=torch.float32).eval()
+    return m, tok
+
+
+QUESTIONS = ["What is 12 + 30?", "Name a colour of the sky.", "Write a haiku about rain.",
+             "List three prime numbers.", "Explain what a LoRA adapter is in one sentence.",
+             "Translate 'good morning' into French.", "What is the capital of Japan?",
+             "Say hello in a JSON object with one key."]
+
+
+@pytest.mark.parametrize("max_batch_tokens,share_prefix", [(1024, True), (40, False)])
+def test_per_request_attention_gives_the_librarys_fp32_answers(model, max_batch_tokens, share_prefix):
+    from transformers import GenerationConfig
+
+    from auditor.backends.hf_stream import stream_generate
+
+    m, tok = model
+    prompts = [tok.apply_chat_template([{"role": "user", "content": q}], add_generation_prompt=True) for q in QUESTIONS]
+    prompts = [list(p["input_ids"] if hasattr(p, "keys") else p) for p in prompts]
+    budgets = [4 + 2 * k for k in range(len(prompts))]  # requests end at different steps
+    config = GenerationConfig(do_sample=False, eos_token_id=m.generation_config.eos_token_id,
+                              pad_token_id=tok.pad_token_id, max_new_tokens=max(budgets))
+    kw = dict(slots=4, generation_config=config, max_batch_tokens=max_batch_tokens, share_prefix=share_prefix)
+    ours = stream_generate(m, prompts, budgets, attention="per_request", **kw)
+    assert m.config._attn_implementation == "sdpa"  # restored after the stream
+    library = stream_generate(m, prompts, budgets, attention="library", **kw)
+    assert ours == library
+    assert all(0 < len(a) <= b for a, b in zip(ours, budgets))
+
+
+def test_a_model_on_another_attention_is_left_as_it_is(model):
+    from auditor.backends.hf_attention import per_request_attention
+
+    m, _ = model
+    m.set_attn_implementation("eager")
+    try:
+        with per_request_attention(m):
+            assert m.config._attn_implementation == "eager"
+    finally:
+        m.set_attn_implementation("sdpa")
