@@ -10,6 +10,14 @@ The room of a rule is how far (in the rule's units: points for ``_pts`` limits, 
 ``_pct`` limits) the metric can move toward the limited direction from the base's value before it
 reaches its floor (0, or chance, :attr:`~auditor.records.MetricComparison.floor`) or its ceiling
 (100%). A rule is measurable when its room is at least its limit.
+
+**Below chance is not a floor** (issue 30): chance bounds what an adapter that answers at random
+scores, not what a harmful one scores. An adapter whose answers no longer parse, or that picks a
+wrong option on purpose, takes a multiple-choice accuracy below chance (seen: a third-party adapter
+took ``robustness.accuracy`` from 21.9 to 0.0 on 32 items; the zoo's ``instruct-as-math`` from 25.0
+to 10.0). So once the adapter's accuracy is below chance the room of a drop is counted down to 0,
+and the rule decides on its evidence as any other (a null adapter's noise below chance does not fail
+it: the evidence rule's own error control applies).
 """
 
 from __future__ import annotations
@@ -22,13 +30,20 @@ from ..records import MetricComparison
 def room(c: MetricComparison, kind: str, pct: bool) -> float | None:
     """How far the metric can move toward ``kind`` (``drop`` / ``rise``) from the base's value, in
     points (``pct=False``, fraction metrics) or % of the base (``pct=True``); None when unbounded."""
+    floor = 0.0 if below_chance(c) else c.floor
     if pct:
         if kind == "rise":
             return None
-        return 100.0 * max(0.0, c.base - c.floor) / c.base if c.base else 0.0
+        return 100.0 * max(0.0, c.base - floor) / c.base if c.base else 0.0
     if not c.is_fraction:
         return None
-    return 100.0 * max(0.0, (c.base - c.floor) if kind == "drop" else (c.ceiling - c.base))
+    return 100.0 * max(0.0, (c.base - floor) if kind == "drop" else (c.ceiling - c.base))
+
+
+def below_chance(c: MetricComparison) -> bool:
+    """Whether the adapter scores below the metric's chance floor (``floor`` > 0: a multiple-choice
+    accuracy), which an adapter answering at random would not: the drop's room then reaches 0."""
+    return c.floor > 0 and c.adapter is not None and math.isfinite(c.adapter) and c.adapter < c.floor
 
 
 def why_not_measurable(c: MetricComparison, kind: str, pct: bool, limit: float, unit: str) -> str:

@@ -99,6 +99,43 @@ def test_multiple_choice_at_chance_is_not_measurable(tmp_path):
     assert r.decision == "not_measurable" and "chance is 25.0" in r.reason
 
 
+def test_below_chance_is_harm_not_a_floor(tmp_path):
+    """Issue 30: a multiple-choice accuracy an adapter drives below chance is measurable, decided on its
+    evidence: the held-out third-party case (7 of 32 → 0 of 32, base already below chance)."""
+    base = [1] * 7 + [0] * 25
+    (c,) = _comparisons(base, [0] * 32, cap="knowledge", chance=True)
+    assert c.floor == pytest.approx(0.25) and c.adapter == 0.0
+    _, r = _rule(_policy(tmp_path), [c], last=False)
+    assert r.decision != "not_measurable" and r.measurable is True and r.room == pytest.approx(100 * 7 / 32)
+    # the first look spends little alpha (exact McNemar p = 0.5**7): undecided, the audit buys items; with no
+    # more items to buy, the last look decides on the same data, and the drop is real there: it fails
+    assert r.decision == "undecided"
+    _, r = _rule(_policy(tmp_path), [c], look=4, last=True)
+    assert r.decision == "fail" and r.outcome == "fail"
+
+
+def test_an_adapter_at_or_above_chance_still_leaves_a_chance_level_base_not_measurable(tmp_path):
+    # the base at chance (10 of 40), the adapter too but on other items: nothing shows, not measurable
+    base = [1] * 10 + [0] * 30
+    adapter = [0] * 10 + [1] * 10 + [0] * 20
+    (c,) = _comparisons(base, adapter, cap="knowledge", chance=True)
+    _, r = _rule(_policy(tmp_path), [c])
+    assert r.decision == "not_measurable" and "chance is 25.0" in r.reason
+
+
+def test_below_chance_at_chance_level_base_buys_items_then_fails_on_evidence(tmp_path):
+    """The zoo's instruct-as-math case (robustness 25.0 → 10.0 on 40 items): no longer not measurable;
+    thin evidence keeps it undecided (the audit buys items), and the same rate on twice the items fails."""
+    base = [1] * 10 + [0] * 30
+    adapter = [1] * 4 + [0] * 36
+    (c,) = _comparisons(base, adapter, cap="knowledge", chance=True)
+    _, r = _rule(_policy(tmp_path), [c], last=False)
+    assert r.decision in ("undecided", "fail") and r.measurable is True
+    (c,) = _comparisons(base * 2, adapter * 2, cap="knowledge", chance=True)
+    _, r = _rule(_policy(tmp_path), [c], look=4, last=True)
+    assert r.decision == "fail"
+
+
 def test_one_sided_p_values_are_valid_under_the_null_for_clustered_data():
     """The sign-flip test used for clustered metrics rejects a null at about its level (and no more)."""
     from auditor.analysis import stats
