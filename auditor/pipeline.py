@@ -220,10 +220,9 @@ def _one_result(run: Run, variant: Variant, adapter_gens: list[Generation], log:
     suite, policy, opts = run.suite, run.policy, run.opts
     adapter = variant.info
     label, label_source = _label(opts, adapter)
-    mapping = policy.labels.get(label) if label else None
-    if mapping and not {mapping.target, *mapping.off_target} <= set(suite.metric_names()):
+    mapping = policy.promise(label, suite.metric_names())
+    if label in policy.labels and mapping is None:
         log(f"[yellow]note:[/] DriftScore for label {escape(repr(label))} needs capabilities left out of this run")
-        mapping = None
     items = {i.id: i for i in suite.items}
     generations = [*run.base_gens, *adapter_gens]
     scores = [*run.base_scores, *score_all(items, adapter_gens, run.scorer_of)]

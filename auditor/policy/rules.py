@@ -165,7 +165,9 @@ def _drift_rule(policy: Policy, drift: DriftResult, by: dict[str, MetricComparis
     if drift.target_metric is None:
         return RuleOutcome(rule="nominal label: known to policy", rule_id="nominal-label/known-to-policy",
                            kind="label", outcome=d.on_unknown_label,
-                           reason=f"label {drift.label!r} has no target metric in the policy; DriftScore not computed")
+                           reason=f"label {drift.label!r} has no entry under the policy's labels "
+                                  f"({', '.join(policy.labels) or 'none'}), so no DriftScore is computed; map it "
+                                  f"to the capability it promises, e.g. labels: {{{drift.label}: knowledge}}")
     assert drift.drift_score_pts is not None and drift.target_gain_pts is not None \
         and drift.off_target_gain_pts is not None
     limit = float(d.max_drift_score_pts)

@@ -1,4 +1,9 @@
-"""The policy file's JSON Schema (draft 2020-12): what keys a policy may have and their ranges."""
+"""The policy file's JSON Schema (draft 2020-12): what keys a policy may have and their ranges.
+
+:data:`POLICY_SCHEMA` validates a policy once the policies it ``extends:`` are merged under it
+(:func:`auditor.policy.files.merge_policies`); ``extends`` itself is checked against
+:data:`EXTENDS_SCHEMA` in each file of the chain.
+"""
 
 from __future__ import annotations
 
@@ -18,12 +23,17 @@ MODES = ("evidence", "point", "confident", "non_inferiority")
 
 LIMIT_KEYS = ("max_drop_pts", "max_rise_pts", "max_drop_pct", "max_rise_pct")
 
+#: ``extends:``: the policy this one is merged over, a bundled policy's name (``default``,
+#: ``release``) or a file path relative to this file
+EXTENDS_SCHEMA: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 1000}
+
 POLICY_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "required": ["version"],
     "properties": {
         "version": {"const": 1},
+        "extends": EXTENDS_SCHEMA,
         "metrics": {
             "type": "object",
             "additionalProperties": {
@@ -55,8 +65,11 @@ POLICY_SCHEMA: dict[str, Any] = {
         "on_noise_floor": _ACTION,
         "labels": {
             "type": "object",
+            # a label → {target, off_target}, or one name: another label, a capability or a metric
+            # (object keywords apply to a mapping only, minLength to a name only)
             "additionalProperties": {
-                "type": "object",
+                "type": ["object", "string"],
+                "minLength": 1,
                 "additionalProperties": False,
                 "required": ["target"],
                 "properties": {

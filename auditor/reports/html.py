@@ -27,6 +27,7 @@ from .view import (
     group_summary,
     item_rows,
     limit_note,
+    no_drift_note,
     primary_metrics,
     rules_by_outcome,
 )
@@ -41,6 +42,7 @@ _ENV = jinja2.Environment(
 )
 _ENV.globals["cells"] = comparison_cells
 _ENV.globals["limit_note"] = limit_note
+_ENV.globals["no_drift_note"] = no_drift_note
 
 _BROWSER_JS = (Path(__file__).parent / "templates" / "browser.js").read_text(encoding="utf-8")
 _BROWSER_JS_HASH = "sha256-" + base64.b64encode(hashlib.sha256(_BROWSER_JS.encode("utf-8")).digest()).decode()

@@ -12,7 +12,7 @@ from typing import Any
 from ..records import MetricComparison
 from ..results import AuditResult
 from ..util.text import strip_controls
-from .view import comparison_cells, failing_rules, limit_note, prompt_lines, rules_by_outcome
+from .view import comparison_cells, failing_rules, limit_note, no_drift_note, prompt_lines, rules_by_outcome
 
 #: GitHub refuses PR comments over 65,536 characters; the summary stays under this
 SUMMARY_MAX_CHARS = 60_000
@@ -70,6 +70,8 @@ def render_summary_md(result: AuditResult, report_name: str = "report.html") -> 
                       + (f" ({100 * d.confidence:.0f}% CI [{d.ci_low_pts:+.1f}, {d.ci_high_pts:+.1f}])"
                          if d.ci_low_pts is not None else "")
                       + (" (label mismatch)" if d.mismatch else "")]
+    elif (why := no_drift_note(d, result.verdict.rules)) is not None:
+        lines += ["", f"Nominal label **{md(d.label)}**: no DriftScore: {md(why)}"]
     lines += ["", "Δ: adapter − base, in points for rates. CI: paired bootstrap. p: exact McNemar for pass/fail "
                   "items, Wilcoxon signed-rank otherwise, permutation for context gaps."]
     lines += ["", f"Full report: {md(report_name)} (with every item's base and adapter output)"]

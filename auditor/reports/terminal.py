@@ -12,7 +12,7 @@ from rich.table import Table
 from ..records import MetricComparison
 from ..results import AuditResult
 from ..util.text import strip_controls
-from .view import comparison_cells
+from .view import comparison_cells, no_drift_note
 
 
 def t(x: object) -> str:
@@ -49,6 +49,8 @@ def print_summary(console: Console, result: AuditResult) -> None:
         console.print(f"nominal label [bold]{t(d.label)}[/] ({t(d.label_source)}): "
                       f"TargetGain {d.target_gain_pts:+.1f}, OffTargetGain {d.off_target_gain_pts:+.1f}, "
                       f"DriftScore {d.drift_score_pts:+.1f}" + ("  [red]label mismatch[/]" if d.mismatch else ""))
+    elif (why := no_drift_note(d, result.verdict.rules)) is not None:
+        console.print(f"nominal label [bold]{t(d.label)}[/] ({t(d.label_source)}): no DriftScore: {t(why)}")
     v = result.verdict
     for r in v.rules:
         if r.outcome != "pass":

@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..records import MetricComparison, RuleOutcome, TokenizerFiles, VocabResize
+from ..records import DriftResult, MetricComparison, RuleOutcome, TokenizerFiles, VocabResize
 from ..results import AuditResult, ItemRecord
 from ..scorers import SCORERS
 from ..util.text import strip_controls
@@ -282,3 +282,12 @@ def rules_by_outcome(rules: Sequence[RuleOutcome],
 
 def failing_rules(result: AuditResult) -> list[RuleOutcome]:
     return [r for r in result.verdict.rules if r.outcome == "fail"]
+
+
+def no_drift_note(drift: DriftResult, rules: Sequence[RuleOutcome]) -> str | None:
+    """Why a labelled adapter has no DriftScore (the nominal-label rule's reason, from ``rules``), or None
+    when it has one or carries no label (the missing label is a rule of its own)."""
+    if drift.drift_score_pts is not None or drift.label is None:
+        return None
+    rule = next((r for r in rules if r.rule_id.startswith("nominal-label/")), None)
+    return rule.reason if rule is not None else "DriftScore not computed"
