@@ -10,7 +10,7 @@
 * :mod:`.plan`: items × variants → generation requests.
 """
 
-from .manifest import SUITES_DIR, load_suite, preset_metric_units
+from .manifest import SUITES_DIR, load_suite, preset_metric_specs, preset_metric_units
 from .plan import VARIANTS, plan_requests
 
-__all__ = ["SUITES_DIR", "load_suite", "preset_metric_units", "VARIANTS", "plan_requests"]
+__all__ = ["SUITES_DIR", "load_suite", "preset_metric_specs", "preset_metric_units", "VARIANTS", "plan_requests"]

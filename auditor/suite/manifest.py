@@ -166,9 +166,26 @@ def capability_rows(cap: CapabilitySpec, manifest: Path, data_dir: str | Path | 
     return src, rows, record
 
 
+def preset_metric_specs(scorers: ScorerCatalogue) -> dict[str, MetricSpec]:
+    """Metric id (``<capability>.<metric>``) → its :class:`MetricSpec` for every capability of the
+    built-in presets (smoke, fast, full), in the presets' capability order and each scorer's metric
+    order (a capability's first metric first), their metrics read from ``scorers`` (the pipeline's:
+    :data:`auditor.scorers.SCORERS`). These are the metric ids a policy may name.
+
+    Raises:
+        AuditInputError: a preset that is not valid YAML (a broken install).
+    """
+    out: dict[str, MetricSpec] = {}
+    for path in sorted(SUITES_DIR.glob("*.yaml")):
+        manifest = _load_yaml(path)
+        for cap in manifest.get("capabilities", []):
+            for m in _metrics(scorers, cap.get("scorer")):
+                out.setdefault(f"{cap['name']}.{m.name}", m)
+    return out
+
+
 def preset_metric_units(scorers: ScorerCatalogue) -> dict[str, str]:
-    """Metric → unit for every capability of the built-in presets (smoke, fast, full), their metrics
-    read from ``scorers`` (the pipeline's: :data:`auditor.scorers.SCORERS`).
+    """Metric → unit for every capability of the built-in presets (:func:`preset_metric_specs`).
 
     A policy may name these even when the suite of a run leaves them out (the
     rule is then reported as not run); names outside them are typos.
@@ -176,13 +193,7 @@ def preset_metric_units(scorers: ScorerCatalogue) -> dict[str, str]:
     Raises:
         AuditInputError: a preset that is not valid YAML (a broken install).
     """
-    out: dict[str, str] = {}
-    for path in sorted(SUITES_DIR.glob("*.yaml")):
-        manifest = _load_yaml(path)
-        for cap in manifest.get("capabilities", []):
-            for m in _metrics(scorers, cap.get("scorer")):
-                out[f"{cap['name']}.{m.name}"] = m.unit
-    return out
+    return {k: m.unit for k, m in preset_metric_specs(scorers).items()}
 
 
 def _specs(path: Path, manifest: Any, scorers: ScorerCatalogue | None) -> list[CapabilitySpec]:
