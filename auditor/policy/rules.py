@@ -163,11 +163,12 @@ def _drift_rule(policy: Policy, drift: DriftResult, by: dict[str, MetricComparis
         return RuleOutcome(rule=DRIFT_RULE, rule_id=DRIFT_RULE_ID, kind="drift", outcome="not_run",
                            reason=f"label {drift.label!r}: its target/off-target capabilities were not part of this run")
     if drift.target_metric is None:
+        key = drift.label if drift.label.isidentifier() else repr(drift.label)  # untrusted text: quoted
         return RuleOutcome(rule="nominal label: known to policy", rule_id="nominal-label/known-to-policy",
                            kind="label", outcome=d.on_unknown_label,
                            reason=f"label {drift.label!r} has no entry under the policy's labels "
                                   f"({', '.join(policy.labels) or 'none'}), so no DriftScore is computed; map it "
-                                  f"to the capability it promises, e.g. labels: {{{drift.label}: knowledge}}")
+                                  f"to the capability it promises, e.g. labels: {{{key}: knowledge}}")
     assert drift.drift_score_pts is not None and drift.target_gain_pts is not None \
         and drift.off_target_gain_pts is not None
     limit = float(d.max_drift_score_pts)

@@ -207,6 +207,8 @@ def test_an_unknown_label_says_no_drift_score_is_computed():
     (r,) = [x for x in v.rules if x.kind == "label"]
     assert r.outcome == "warn" and "no DriftScore is computed" in r.reason and "labels: {style: knowledge}" in r.reason
     assert no_drift_note(d, v.rules) == r.reason  # what the terminal, summary.md and report.html show
+    odd = judge(policy, comps, drift_score(comps, "x\x1b[2J", "model card", None, [], 15), _adapter())
+    assert "\x1b" not in next(x for x in odd.rules if x.kind == "label").reason  # a card's escapes stay quoted
 
 
 def test_a_capability_label_with_none_of_its_others_in_the_run_is_not_run():
