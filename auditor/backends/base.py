@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from ..inspect.chat_template import fold_system, plain_prompt
 from ..records import AdapterConfig, AdapterTensor, BaseModel, Generation, Item, PromptTemplate, Request, Variant
 from .cache import GenerationCache, generation_key
 
@@ -208,10 +209,16 @@ class CachedBackend:
 
     def render(self, item: Item, variant: str = "base") -> str:
         """The exact prompt string the model sees for one variant: its chat template (:attr:`templates`,
-        else the base tokenizer's own) applied with a generation prompt."""
+        else the base tokenizer's own) applied with a generation prompt, or, for ``chat_template: none``, the
+        plain prompt (:func:`auditor.inspect.chat_template.plain_prompt`); with the template's ``template_args``,
+        and its system message folded into the first user turn where the template rejects a system role."""
         tpl = self.templates.get(variant) or self.templates.get("base")
+        if tpl is not None and tpl.chat_template == "none":
+            return plain_prompt(list(item.messages), self.tokenizer_for(variant))
+        messages = fold_system(item.messages) if tpl is not None and tpl.system_role == "folded" else list(item.messages)
         return self.tokenizer_for(variant).apply_chat_template(
-            list(item.messages), chat_template=tpl.text if tpl else None, tokenize=False, add_generation_prompt=True)
+            messages, chat_template=tpl.text if tpl else None, tokenize=False, add_generation_prompt=True,
+            **dict(tpl.template_args or {}) if tpl else {})
 
     def tokenizer_for(self, variant: str) -> Any:
         """The tokenizer that renders, encodes and decodes one variant's prompts and answers: the adapter's own

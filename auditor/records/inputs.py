@@ -272,14 +272,21 @@ class PromptTemplate:
     """The chat template and tokenizer that render one variant's prompts (results.json ``run.prompts.<variant>``).
 
     Attributes:
-        chat_template: ``base`` (the base's own), ``adapter`` (the one the adapter ships) or
-            ``file:<path>`` (``--chat-template FILE``).
-        template_file: the file the template was read from.
+        chat_template: ``base`` (the base's own), ``adapter`` (the one the adapter ships), ``none`` (plain
+            prompts: :func:`auditor.inspect.chat_template.plain_prompt`) or ``file:<path>`` (``--chat-template FILE``).
+        template_file: the file the template was read from (empty for ``none``).
         template_sha256: sha256 (hex) of the template text.
         tokenizer: the vocabulary that encodes the prompt: ``base`` (the base's tokenizer), or ``adapter``
             (the adapter's own, for an adapter whose vocabulary was resized: :class:`VocabResize`).
         tokenizer_path: the folder that tokenizer was loaded from.
         text: the template (not written to results.json).
+        template_args: keyword arguments the template is rendered with (``--chat-template-arg``, e.g.
+            Qwen3's ``enable_thinking: false``), as ``apply_chat_template(**template_args)`` takes them;
+            None (omitted) when none were given.
+        system_role: ``folded`` when the template rejects a system role (it raises on one, as Mistral's
+            older templates do) and each item's system message is put before its first user message
+            (a blank line between), as Gemma's template does itself; None (omitted) when the template
+            takes a system role or has none to take.
     """
 
     chat_template: str
@@ -288,6 +295,8 @@ class PromptTemplate:
     tokenizer: str = "base"
     tokenizer_path: str = ""
     text: str = field(default="", repr=False, compare=False, metadata={"plain": False})
+    template_args: Mapping[str, str | int | float | bool] | None = field(default=None, metadata={"omit_none": True})
+    system_role: str | None = field(default=None, metadata={"omit_none": True})
 
 
 #: ``AdapterInfo.declared_base_status``: ``match`` (the declared base names the audited one),

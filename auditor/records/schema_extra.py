@@ -148,9 +148,10 @@ FIELDS: dict[str, dict[str, Any]] = {
     "RunRecord.timings": {"required": ["load_s", "generate_s", "total_s"],
                           "additionalProperties": {**FINITE, **COUNT}, "description": "seconds"},
     "RunRecord.created_at": {"format": "date-time"},
-    "PromptTemplate.chat_template": {"pattern": "^(base|adapter|file:.+)$",
+    "PromptTemplate.chat_template": {"pattern": "^(base|adapter|none|file:.+)$",
                                      "description": "base: the base's own; adapter: the one the adapter folder "
-                                                    "ships; file:<path>: --chat-template FILE"},
+                                                    "ships; none: plain prompts (no template: the item's text, "
+                                                    "no role markers); file:<path>: --chat-template FILE"},
     "PromptTemplate.template_sha256": SHA256,
     "PromptTemplate.tokenizer": {"enum": ["base", "adapter"],
                                  "description": "the tokenizer that encodes the prompts: the base's, or the "

@@ -263,8 +263,10 @@ def tokenizer_lines(t: TokenizerFiles | None) -> list[str]:
 
 def prompt_lines(prompts: Mapping[str, Mapping[str, str]] | None) -> list[str]:
     """The adapter card's "prompts" row: per variant, the chat template and tokenizer that rendered them."""
-    return [f"{variant}: chat template {p['chat_template']} ({p['template_file']}, sha256 "
-            f"{p['template_sha256'][:12]}…), tokenizer {p.get('tokenizer', 'base')}"
+    return [(f"{variant}: plain prompts (no chat template: the item's text, no role markers, as lm-eval prompts a "
+             f"base model), tokenizer {p.get('tokenizer', 'base')}" if p['chat_template'] == "none" else
+             f"{variant}: chat template {p['chat_template']} ({p['template_file']}, sha256 "
+             f"{p['template_sha256'][:12]}…), tokenizer {p.get('tokenizer', 'base')}")
             for variant, p in (prompts or {}).items()]
 
 

@@ -185,3 +185,67 @@ def test_audit_records_which_template_rendered_each_variant(tmp_path):
     assert r["run"]["prompts"]["adapter"]["chat_template"] == "base"
     assert all("rendered_prompts" not in it for it in r["items"])
     assert "Prompts rendered with" not in (out / "summary.md").read_text()  # one template for both variants
+
+
+def _pretrained_base(base_model, tmp_path):
+    """The embedded base's folder with its chat template taken out: a base as a pretrained checkpoint ships."""
+    folder = tmp_path / "pretrained-base"
+    shutil.copytree(base_model.path, folder)
+    (folder / "chat_template.jinja").unlink(missing_ok=True)
+    cfg_file = folder / "tokenizer_config.json"
+    cfg = json.loads(cfg_file.read_text())
+    cfg.pop("chat_template", None)
+    cfg_file.write_text(json.dumps(cfg))
+    assert base_tokenizer(str(folder)).chat_template is None
+    return folder
+
+
+def test_a_base_without_a_chat_template_is_prompted_plainly(base_model, tmp_path):
+    from auditor.backends.hf import HFBackend
+    from auditor.inspect.chat_template import plain_prompt
+
+    base = _pretrained_base(base_model, tmp_path)
+    adapter = _adapter(tmp_path)
+    info = inspect_adapter(adapter, base, base_model.name)
+    templates, warnings = choose_templates("adapter", base, {"adapter": info})
+    assert templates["base"].chat_template == templates["adapter"].chat_template == "none"
+    with pytest.raises(AuditInputError, match="has no chat template.*--chat-template none"):
+        choose_templates("base", base, {"adapter": info})
+    backend = HFBackend(base, {"adapter": (adapter, "d" * 64)})
+    backend.set_templates(templates)
+    item = Item(id="x/1", capability="multiturn", group="WILL", max_new_tokens=8, target={},
+                messages=({"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi."},
+                          {"role": "assistant", "content": "Hello."}, {"role": "user", "content": "2 + 2?"}))
+    # the item's text, no role markers; SmolLM2's tokenizer adds no BOS to plain text
+    assert backend.render(item, "base") == backend.render(item, "adapter") == "Be brief.\n\nHi.\n\nHello.\n\n2 + 2?"
+    assert "<|im_start|>" not in backend.render(item, "base")
+
+    class AddsBos:  # a Gemma/Llama-like encoder that puts BOS before plain text (its real tokenizers are not here)
+        bos_token, bos_token_id = "<bos>", 2
+
+        def __call__(self, text):
+            return {"input_ids": [2, 99]}
+    assert plain_prompt(list(item.messages[-1:]), AddsBos()) == "<bos>2 + 2?"
+
+
+def test_none_prompts_every_variant_plainly_and_says_the_adapters_template_was_not_used(base_model, tmp_path):
+    adapter = _adapter(tmp_path, tokenizer_config__json={"chat_template": CHATML_NO_SYSTEM})
+    info = inspect_adapter(adapter, base_model.path, base_model.name)
+    templates, warnings = choose_templates("none", base_model.path, {"adapter": info})
+    assert {t.chat_template for t in templates.values()} == {"none"}
+    assert templates["base"].template_sha256 == templates["adapter"].template_sha256
+    assert any("was not used" in w and "plain prompts" in w for w in warnings["adapter"])
+
+
+@pytest.mark.slow
+def test_a_pretrained_base_is_audited_with_plain_prompts_end_to_end(base_model, tmp_path):
+    base = _pretrained_base(base_model, tmp_path)
+    adapter = _adapter(tmp_path)
+    out = tmp_path / "out"
+    r = audit(adapter, "--base", base, "--capability", "math", "--limit", "2", "--budget", "0", "--out", out)
+    assert r.returncode in (0, 1), r.stderr[-2000:]
+    res = json.loads((out / "results.json").read_text())
+    assert {p["chat_template"] for p in res["run"]["prompts"].values()} == {"none"}
+    prompts = [it["rendered_prompt"] for it in res["items"]]
+    assert prompts and not any("<|im_start|>" in p for p in prompts)
+    assert "plain prompts" in (out / "report.html").read_text()
