@@ -63,10 +63,8 @@ class _Budget(click.ParamType):
             return value
         import re
 
-        items: int | None = 10 ** 9
-        seconds: float | None = None
-        tokens: int | None = None
-        seen: set[str] = set()
+        items, seconds, tokens = 10 ** 9, None, None  # items unlimited unless given: a time or tokens alone
+        seen = set()
         for part in str(value).strip().lower().split(","):
             part = part.strip()
             time_m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(s|m|h)", part)
