@@ -50,29 +50,39 @@ def cli() -> None:
 
 
 class _Budget(click.ParamType):
-    """``auto``, a number of items, a time (``90s``, ``10m``, ``1h``) or new tokens (``20000tok``, ``50ktok``):
-    (items, seconds, tokens)."""
+    """``auto``, a number of items, a time (``90s``, ``10m``, ``1h``) or new tokens (``20000tok``, ``50ktok``), or
+    several of them joined by commas (``auto,20m``: auto's items, within 20 minutes): (items, seconds, tokens).
 
-    name = "N|TIME|Ntok|auto"
+    Items are None for ``auto``, the number given, else unlimited (10**9: a time or a token budget alone);
+    seconds and tokens are None when not given. Each kind may appear once."""
+
+    name = "N|TIME|Ntok|auto[,...]"
 
     def convert(self, value, param, ctx):  # noqa: D102 - click's interface
         if isinstance(value, tuple):
             return value
-        text = str(value).strip().lower()
-        if text == "auto":
-            return (None, None, None)
         import re
 
-        m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(s|m|h)", text)
-        if m:
-            return (10 ** 9, float(m.group(1)) * {"s": 1, "m": 60, "h": 3600}[m.group(2)], None)
-        m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(k?)\s*tok(ens)?", text)
-        if m:
-            return (10 ** 9, None, int(float(m.group(1)) * (1000 if m.group(2) else 1)))
-        if text.isdigit():
-            return (int(text), None, None)
-        self.fail(f"{value!r} is not a number of items, a time (90s, 10m), new tokens (20000tok, 50ktok) or 'auto'",
-                  param, ctx)
+        items, seconds, tokens = 10 ** 9, None, None  # items unlimited unless given: a time or tokens alone
+        seen = set()
+        for part in str(value).strip().lower().split(","):
+            part = part.strip()
+            time_m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(s|m|h)", part)
+            tok_m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(k?)\s*tok(ens)?", part)
+            kind = ("items" if part == "auto" or part.isdigit() else "time" if time_m else
+                    "tokens" if tok_m else None)
+            if kind is None or kind in seen:
+                what = "is not" if kind is None else f"gives {kind} twice:"
+                self.fail(f"{value!r} {what} a number of items, a time (90s, 10m), new tokens (20000tok, 50ktok) "
+                          "or 'auto', or several of them joined by commas (auto,20m)", param, ctx)
+            seen.add(kind)
+            if kind == "items":
+                items = None if part == "auto" else int(part)
+            elif time_m:
+                seconds = float(time_m.group(1)) * {"s": 1, "m": 60, "h": 3600}[time_m.group(2)]
+            elif tok_m:
+                tokens = int(float(tok_m.group(1)) * (1000 if tok_m.group(2) else 1))
+        return (items, seconds, tokens)
 
 
 class _BatchSize(click.ParamType):
@@ -180,7 +190,8 @@ class _BatchSize(click.ParamType):
                    "adapter) drawn from the capabilities' pools in rounds, a time such as 10m or 90s, new tokens such "
                    "as 20ktok (the cheapest decisions per token first), or auto "
                    "(the suite's item count on a CPU, twice it on a GPU; none with --limit); 0 judges on the "
-                   "suite alone.")
+                   "suite alone. Join several with commas: auto,20m is auto's items, no round started after "
+                   "20 minutes (per adapter; a round under way finishes).")
 @click.option("--max-adapter-size", "max_adapter_size", default=None, metavar="SIZE",
               help="Refuse adapter weights files larger than SIZE (e.g. 500MB, 8GiB; default: "
                    "$AUDITOR_MAX_ADAPTER_SIZE, else 4GiB).")

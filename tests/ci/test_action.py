@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 import urllib.error
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,11 @@ def test_action_metadata_matches_schemastore_schema():
     assert schema_errors(action, "github-action.json") == []
     assert action["runs"]["using"] == "composite"
     assert {"verdict", "report-dir"} <= set(action["outputs"])
+    # every output a step writes is declared (and reads the step that writes it)
+    written = {"audit": {"verdict", "exit-code", "error", "sarif", "junit"}, "prep": {"report-dir", "adapters"}}
+    for sid, names in written.items():
+        for name in names:
+            assert f"steps.{sid}.outputs.{name}" in action["outputs"][name]["value"], name
     # the schema is not vacuous: a run step without its shell is refused
     broken = json.loads(json.dumps(action))
     del next(s for s in broken["runs"]["steps"] if "run" in s)["shell"]
@@ -74,7 +80,18 @@ def test_action_metadata_matches_schemastore_schema():
 def test_example_workflow_matches_schemastore_schema_and_uses_the_action_inputs():
     wf = load_yaml(EXAMPLE)
     assert schema_errors(wf, "github-workflow.json") == []
-    assert wf["on"]["pull_request"]["paths"] == ["adapters/**"]
+    # no paths: filter (a required check it skips would wait forever); a default-branch run seeds the cache
+    assert wf["on"]["pull_request"] is None and wf["on"]["push"] == {"branches": ["main"]}
+    assert "paths" not in json.dumps(wf["on"])
+    job = wf["jobs"]["audit"]
+    assert job["permissions"]["security-events"] == "write"
+    uses = {s.get("uses", "").split("@")[0]: s for s in job["steps"]}
+    assert uses["github/codeql-action/upload-sarif"]["with"]["sarif_file"] == "${{ steps.gate.outputs.sarif }}"
+    assert "steps.gate.outputs.junit" in uses["actions/upload-artifact"]["with"]["path"]
+    # the time budget fits the job's timeout: rounds stop starting after it, a report follows
+    budget = load_yaml(ACTION)["inputs"]["budget"]["default"]
+    minutes = int(re.search(r"(\d+)m", budget).group(1))
+    assert budget.startswith("auto,") and minutes + 15 <= job["timeout-minutes"]
     step = next(s for s in wf["jobs"]["audit"]["steps"] if "adapter-auditor" in s.get("uses", ""))
     assert set(step["with"]) <= set(load_yaml(ACTION)["inputs"])
     assert "self-hosted" in EXAMPLE.read_text()  # the GPU runner variant, commented
@@ -260,9 +277,19 @@ class ActionRun:
         return next(s for s in self.steps if name_or_id in (s["id"], s["name"]))
 
 
+StepFn = Callable[[dict[str, str]], dict[str, str]]
+
+
 def run_action(workspace: Path, inputs: dict[str, str], event: dict[str, Any], tmp: Path,
-               env: dict[str, str] | None = None, skip: tuple[str, ...] = ("install",)) -> ActionRun:
-    """Run action.yml's steps as GitHub's runner would, for a pull_request event."""
+               env: dict[str, str] | None = None, skip: tuple[str, ...] = ("install",),
+               uses: dict[str, StepFn] | None = None, simulate: dict[str, StepFn] | None = None,
+               event_name: str = "pull_request") -> ActionRun:
+    """Run action.yml's steps as GitHub's runner would, for a pull_request (or ``event_name``) event.
+
+    ``uses``: action name (``actions/cache/restore``, no version) → a function of its evaluated ``with:``
+    returning its outputs (a simulation of that marketplace action); other ``uses:`` steps only record
+    their ``with:``. ``simulate``: step id → a function of the step's evaluated env returning its outputs,
+    run instead of the step's script (a stand-in for a step that would load a model)."""
     action = load_yaml(ACTION)
     tmp.mkdir(parents=True, exist_ok=True)
     event_path, summary_path = tmp / "event.json", tmp / "step_summary.md"
@@ -274,15 +301,15 @@ def run_action(workspace: Path, inputs: dict[str, str], event: dict[str, Any], t
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",  # `python` = this Python
         "PYTHONPATH": str(ROOT),  # the package under test, not another installed copy
         "GITHUB_ACTIONS": "true", "CI": "true", "GITHUB_WORKSPACE": str(workspace),
-        "GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(event_path),
-        "GITHUB_BASE_REF": event["pull_request"]["base"]["ref"], "GITHUB_HEAD_REF": event["pull_request"]["head"]["ref"],
+        "GITHUB_EVENT_NAME": event_name, "GITHUB_EVENT_PATH": str(event_path),
+        "GITHUB_WORKFLOW": "adapter gate", "GITHUB_JOB": "audit",
         "GITHUB_REPOSITORY": "acme/adapters", "GITHUB_SERVER_URL": "https://github.example",
         "GITHUB_API_URL": "http://127.0.0.1:9", "GITHUB_RUN_ID": "4242", "GITHUB_STEP_SUMMARY": str(summary_path),
         "RUNNER_TEMP": str(runner_temp), "RUNNER_OS": "Linux", **(env or {}),
     }
     defaults = {k: str(v.get("default", "")) for k, v in action["inputs"].items()}
     ctx: dict[str, Any] = {
-        "github": {"action_path": str(ROOT), "token": "test-token", "event_name": "pull_request", "event": event,
+        "github": {"action_path": str(ROOT), "token": "test-token", "event_name": event_name, "event": event,
                    "workspace": str(workspace)},
         "runner": {"os": "Linux", "temp": str(runner_temp)},
         "steps": {},
@@ -300,10 +327,15 @@ def run_action(workspace: Path, inputs: dict[str, str], event: dict[str, Any], t
         if "uses" in step:  # a marketplace action: not run here, its evaluated inputs are recorded
             record["with"] = {k: interpolate(v, ctx, result.failed) for k, v in step.get("with", {}).items()}
             record["outcome"] = "success"
-            ctx["steps"][sid] = {"outputs": {}, "outcome": "success"}
+            fn = (uses or {}).get(step["uses"].split("@")[0])
+            ctx["steps"][sid] = {"outputs": fn(record["with"]) if fn else {}, "outcome": "success"}
             continue
         assert step["shell"] == "bash"
         record["env"] = {k: interpolate(v, ctx, result.failed) for k, v in step.get("env", {}).items()}
+        if sid in (simulate or {}):
+            record["outcome"], record["exit_code"] = "success", 0
+            ctx["steps"][sid] = {"outputs": simulate[sid](record["env"]), "outcome": "success"}
+            continue
         output_file = tmp / f"output-{k}"
         script = tmp / f"step-{k}.sh"
         script.write_text(interpolate(step["run"], ctx, result.failed))
@@ -379,8 +411,12 @@ def test_broken_adapter_in_a_pull_request_is_found_and_fails_the_job_with_one_er
     # the marketplace steps get what the action computed; upload still runs after the failure
     cache = run.step("Restore the auditor's cache")["with"]
     assert cache["path"] == os.environ["AUDITOR_CACHE_DIR"]  # a cache dir set by the runner is kept
-    assert cache["key"].startswith("Linux-adapter-auditor-0.1.0-")
-    assert run.step("Save the auditor's cache")["outcome"] == "skipped"  # no verdict: nothing worth keeping
+    assert cache["key"].startswith("Linux-adapter-auditor-0.1.0-") and cache["key"].endswith("-run-4242")
+    assert cache["key"].startswith(cache["restore-keys"])
+    # no verdict, but the folder holds what the restore did not have (nothing): saved under its content key
+    index = run.step("cache-index")
+    assert index["outcome"] == "success" and "saving as" in run.log
+    assert run.step("Save the auditor's cache")["with"]["key"].startswith(cache["restore-keys"])
     upload = run.step("Upload the reports")
     assert upload["outcome"] == "success" and upload["with"]["path"] == run.outputs["report-dir"]
     assert run.step("Comment on the pull request")["outcome"] == "skipped"
@@ -513,7 +549,8 @@ def test_one_sticky_comment_is_created_then_updated(tmp_path, fake_github):
                         "PATCH /repos/acme/adapters/issues/comments/101"]
     assert [c["body"] for c in gh.comments][0] == "LGTM"  # someone else's comment is left alone
     body = gh.comments[1]["body"]
-    assert body.startswith("<!-- adapter-auditor:sticky-comment -->") and "ERROR" in body
+    assert body.startswith("<!-- adapter-auditor:sticky-comment id=adapter_gate/audit/adapter-audit-report -->\n")
+    assert "ERROR" in body
     assert "never unpickled" in body  # the one-line error of the audit
     assert "[this run](https://github.example/acme/adapters/actions/runs/4242)" in body
 
@@ -573,12 +610,20 @@ def test_the_job_fails_with_the_verdict_and_passes_with_it(tmp_path):
     assert run.step("audit")["exit_code"] == 1 and run.failed, run.log
     assert run.outputs["verdict"] == "fail"
     restore, save = run.step("Restore the auditor's cache"), run.step("Save the auditor's cache")
-    assert save["outcome"] == "success" and save["with"] == restore["with"]  # saved although the job failed
+    assert save["with"]["path"] == restore["with"]["path"]
+    # saved although the job failed, or not saved because the shared test cache already held every answer
+    assert save["outcome"] == "success" or "nothing new, not saved" in run.log
+    assert save["outcome"] == "skipped" or save["with"]["key"].startswith(restore["with"]["restore-keys"])
     assert run.summary.startswith("# adapter-auditor: 2 of 2 adapters fail")
     assert run.summary.count("adapter-auditor: FAIL") == 2 and "**arith**" in run.summary and "**terse**" in run.summary
     assert "artifact `adapter-audit-report`" in run.summary
     report = Path(run.outputs["report-dir"])
     assert (report / "index.html").is_file() and (report / "terse" / "summary.md").is_file()
+    # the action's time budget reached the audit, and the audit ended with its reports within it
+    results = json.loads((report / "terse" / "results.json").read_text())
+    assert results["run"]["budget"]["seconds"] == 1200.0, results["run"]["budget"]
+    assert run.outputs["sarif"] == str(report / "results.sarif") and Path(run.outputs["sarif"]).is_file()
+    assert len(json.loads(Path(run.outputs["sarif"]).read_text())["runs"]) == 2
 
     run = run_action(pr.repo, {**tiny, "policy": "permissive.yaml", "output-dir": "out/ok"}, pr.event, tmp_path / "r2")
     assert run.step("audit")["exit_code"] == 0 and not run.failed, run.log
@@ -644,3 +689,287 @@ def test_a_failed_comment_names_its_real_cause(monkeypatch, tmp_path, capsys, fa
     out = capsys.readouterr().out
     assert "could not post the pull-request comment " + needle in out, out
     assert ("permissions" in out) == blames_permissions
+
+
+# ---------------------------------------------------------------- the answer cache across runs
+
+
+class SimulatedActionsCache:
+    """actions/cache/restore and /save as GitHub's cache service answers them (a simulation: no GitHub
+    here). A cache belongs to the ref of the run that saved it; a run restores from its own ref, then its
+    pull request's base branch, then the default branch: in each, ``key`` exactly, then each of
+    ``restore-keys`` as a prefix, the newest first. A save under a key that exists in the ref is refused
+    (a warning on GitHub, never a failure)."""
+
+    def __init__(self, root: Path, default_branch: str = "refs/heads/main"):
+        self.root, self.default_branch = root, default_branch
+        self.entries: list[tuple[str, str, Path]] = []  # (ref, key, snapshot), oldest first
+        self.refused: list[tuple[str, str]] = []
+
+    def scopes(self, ref: str, base_ref: str | None) -> list[str]:
+        return list(dict.fromkeys([ref, *([f"refs/heads/{base_ref}"] if base_ref else []), self.default_branch]))
+
+    def restore(self, ref: str, base_ref: str | None) -> StepFn:
+        def step(with_: dict[str, str]) -> dict[str, str]:
+            prefixes = [k for k in with_.get("restore-keys", "").splitlines() if k.strip()]
+            for scope in self.scopes(ref, base_ref):
+                mine = [e for e in reversed(self.entries) if e[0] == scope]
+                hit = next((e for e in mine if e[1] == with_["key"]), None)
+                for prefix in prefixes:
+                    hit = hit or next((e for e in mine if e[1].startswith(prefix)), None)
+                if hit:
+                    shutil.rmtree(with_["path"], ignore_errors=True)
+                    shutil.copytree(hit[2], with_["path"])
+                    return {"cache-hit": str(hit[1] == with_["key"]).lower(), "cache-primary-key": with_["key"],
+                            "cache-matched-key": hit[1]}
+            return {"cache-hit": "false", "cache-primary-key": with_["key"], "cache-matched-key": ""}
+        return step
+
+    def save(self, ref: str) -> StepFn:
+        def step(with_: dict[str, str]) -> dict[str, str]:
+            if any(e[:2] == (ref, with_["key"]) for e in self.entries):
+                self.refused.append((ref, with_["key"]))
+                return {}
+            snapshot = self.root / f"entry-{len(self.entries)}"
+            shutil.copytree(with_["path"], snapshot)
+            self.entries.append((ref, with_["key"], snapshot))
+            return {}
+        return step
+
+
+ITEMS = [f"What is {k} plus {k + 1}?" for k in range(6)]
+
+
+def simulated_audit(hits: list[dict[str, int]], new_items: int = 0) -> StepFn:
+    """Stand-in for the audit step (which would load a model): the base's and each adapter's answers to
+    ``ITEMS`` (plus ``new_items`` more, as a round drawing pool items would) looked up in, and on a miss
+    written to, the real generation cache (auditor.backends.cache) in the step's AUDITOR_CACHE_DIR, under
+    the real content keys; a file-hash memo is rewritten as every real run does. ``hits`` gets this run's
+    hits and misses."""
+    from auditor.backends.cache import GenerationCache, generation_key
+
+    def step(env: dict[str, str]) -> dict[str, str]:
+        root = Path(env["AUDITOR_CACHE_DIR"])
+        cache = GenerationCache(root / "generations")
+        items = ITEMS + [f"Pool item {k}" for k in range(new_items)]
+        for adapter in [None, *json.loads(env["GATE_ADAPTERS_JSON"])]:
+            for q in items:
+                key = generation_key(base="b" * 64, adapter=adapter, messages=[{"role": "user", "content": q}],
+                                     max_new_tokens=64, rendered=q, settings={"decoding": "greedy"})
+                if cache.get(key, "base" if adapter is None else "adapter") is None:
+                    cache.put(key, f"answer to {q}", 5, {"adapter": adapter})
+        memo = root / "filehashes" / "memo.json"
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        memo.write_text(json.dumps({"mtime": len(hits)}))  # a memo of this runner's paths: not content
+        hits.append({"hits": sum(cache.stats.hits.values()), "misses": sum(cache.stats.misses.values())})
+        return {"verdict": "pass", "exit-code": "0", "error": "", "sarif": "", "junit": ""}
+    return step
+
+
+def add_adapter_branch(repo: Path, branch: str, name: str) -> dict[str, Any]:
+    """A branch off main adding adapters/<name>; the pull_request event for it."""
+    git(repo, "checkout", "-q", "main")
+    base = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "-b", branch)
+    shutil.copytree(DEMO_ADAPTERS / "math-arith-r8", repo / "adapters" / name)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", f"add {name}")
+    number = 7 if branch == "feature" else 8
+    return {"number": number, "pull_request": {"number": number, "base": {"ref": "main", "sha": base},
+                                               "head": {"ref": branch, "sha": git(repo, "rev-parse", "HEAD")}}}
+
+
+def test_simulated_cache_two_pull_requests_and_a_default_branch_run_share_and_grow_the_answers(tmp_path):
+    """Pure Python over the action's own steps (prepare, cache-key) and its restore/save wiring, with
+    actions/cache simulated (SimulatedActionsCache) and the audit simulated (no model): PR 7's cache is
+    its own ref's; the push to main that merges it seeds main; PR 8 restores main's answers (the base's
+    are hits), adds its adapter's and saves a bigger cache; a re-run with nothing new saves nothing."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "ci@example.com")
+    git(repo, "config", "user.name", "CI")
+    (repo / "README.md").write_text("adapters\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "main")
+    service = SimulatedActionsCache(tmp_path / "service")
+    hits: list[dict[str, int]] = []
+    inputs = {"comment": "false"}
+
+    def run(name: str, event: dict[str, Any], ref: str, base_ref: str | None, event_name: str = "pull_request",
+            new_items: int = 0) -> ActionRun:
+        result = run_action(repo, inputs, event, tmp_path / name, event_name=event_name,
+                            env={"AUDITOR_CACHE_DIR": "", "GITHUB_REF": ref},  # a fresh hosted runner
+                            skip=("install",), simulate={"audit": simulated_audit(hits, new_items)},
+                            uses={"actions/cache/restore": service.restore(ref, base_ref),
+                                  "actions/cache/save": service.save(ref)})
+        assert not result.failed, result.log
+        return result
+
+    pr7 = add_adapter_branch(repo, "feature", "a1")
+    r1 = run("pr7", pr7, "refs/pull/7/merge", "main")
+    assert json.loads(r1.outputs["adapters"]) == ["adapters/a1"]
+    assert hits[-1] == {"hits": 0, "misses": 12}  # nothing to restore: base and adapter answers generated
+    assert [e[0] for e in service.entries] == ["refs/pull/7/merge"]
+    k1 = service.entries[0][1]
+    prefix = r1.step("Restore the auditor's cache")["with"]["restore-keys"]
+    assert k1.startswith(prefix) and k1 != r1.step("Restore the auditor's cache")["with"]["key"]
+
+    # PR 7 merged: the push to main cannot see PR 7's cache (another ref), audits a1 and seeds main
+    before = pr7["pull_request"]["base"]["sha"]
+    git(repo, "checkout", "-q", "main")
+    git(repo, "merge", "-q", "--ff-only", "feature")
+    r2 = run("push-main", {"before": before, "after": git(repo, "rev-parse", "HEAD")}, "refs/heads/main", None,
+             event_name="push")
+    assert json.loads(r2.outputs["adapters"]) == ["adapters/a1"]
+    assert hits[-1] == {"hits": 0, "misses": 12}
+    assert [e[:2] for e in service.entries][1] == ("refs/heads/main", k1)  # the same answers, the same key
+
+    # PR 8 restores main's answers: the base's six are hits, its adapter's are new, the cache grows
+    pr8 = add_adapter_branch(repo, "feature2", "a2")
+    r3 = run("pr8", pr8, "refs/pull/8/merge", "main")
+    assert json.loads(r3.outputs["adapters"]) == ["adapters/a2"]
+    assert r3.step("Restore the auditor's cache")["outcome"] == "success"
+    assert hits[-1] == {"hits": 6, "misses": 6}
+    ref3, k3, snap3 = service.entries[2]
+    assert ref3 == "refs/pull/8/merge" and k3 != k1 and k3.startswith(prefix)
+    answers = [len(list((e[2] / "generations").rglob("*.json"))) for e in service.entries]
+    assert answers == [12, 12, 18]
+
+    # a re-run of PR 8 restores its own newest cache, finds every answer, and saves nothing
+    r4 = run("pr8-again", pr8, "refs/pull/8/merge", "main")
+    assert hits[-1] == {"hits": 12, "misses": 0}
+    assert r4.step("Save the auditor's cache")["outcome"] == "skipped" and "nothing new, not saved" in r4.log
+    assert len(service.entries) == 3 and not service.refused  # the memo rewritten is not content
+
+    # a round that draws pool items adds answers: a new key, saved on PR 8's ref, restored next time
+    r5 = run("pr8-rounds", pr8, "refs/pull/8/merge", "main", new_items=2)
+    assert hits[-1] == {"hits": 12, "misses": 4}
+    assert len(service.entries) == 4 and service.entries[3][0] == "refs/pull/8/merge"
+    assert len(list((service.entries[3][2] / "generations").rglob("*.json"))) == 22
+    run("pr8-after", pr8, "refs/pull/8/merge", "main", new_items=2)
+    assert hits[-1] == {"hits": 16, "misses": 0}
+    assert r5.step("Save the auditor's cache")["with"]["key"] == service.entries[3][1]
+
+
+def test_cache_key_follows_the_content_index_not_memos_or_locks(tmp_path, monkeypatch):
+    from auditor.ci import gha
+
+    folder = tmp_path / "cache"
+    empty = gha.cache_save_key("p-", folder)
+    assert empty == gha.cache_save_key("p-", tmp_path / "missing") and empty.startswith("p-")
+    (folder / "generations" / "ab").mkdir(parents=True)
+    (folder / "generations" / "ab" / "abc.json").write_text("{}")
+    one = gha.cache_save_key("p-", folder)
+    assert one != empty
+    for noise in ("filehashes/x.json", "generations/ab/abc.json.lock", "models/m.tmp"):
+        (folder / noise).parent.mkdir(parents=True, exist_ok=True)
+        (folder / noise).write_text("x")
+    assert gha.cache_save_key("p-", folder) == one
+    (folder / "throughput" / "t.json").parent.mkdir(parents=True)
+    (folder / "throughput" / "t.json").write_text("{}")
+    assert gha.cache_save_key("p-", folder) != one  # a measurement kept in the cache is content too
+    # the prefix names the settings: another suite or args is another cache line
+    monkeypatch.setenv("RUNNER_OS", "Linux")
+    keys = set()
+    for suite, args in (("smoke", ""), ("fast", ""), ("smoke", "--limit 5")):
+        monkeypatch.setenv("GATE_SUITE", suite)
+        monkeypatch.setenv("GATE_ARGS", args)
+        keys.add(gha.cache_settings()[1])
+    assert len(keys) == 3 and all(k.startswith("Linux-adapter-auditor-") and k.endswith("-") for k in keys)
+    monkeypatch.setenv("GITHUB_RUN_ID", "99")
+    prefix = gha.cache_settings()[1]
+    assert gha.cache_restore_key(prefix) == prefix + "run-99"
+    monkeypatch.delenv("GATE_CACHE_PREFIX", raising=False)
+    assert gha.main(["cache-key"]) == 2  # the step without its prefix: one error line, exit 2
+
+
+def test_the_time_budget_reaches_the_audit_command(tmp_path):
+    """The action's default budget (auto's items, no round started after 20 minutes) is on the audit's
+    command line, and a budget input replaces it; the audit prints its command in the log."""
+    pr = make_pull_request(tmp_path, {"broken": None})
+    run = run_action(pr.repo, {"comment": "false"}, pr.event, tmp_path / "r1")
+    assert run.step("audit")["env"]["GATE_BUDGET"] == "auto,20m"
+    assert re.search(r"\+ audit run --out \S+ --suite smoke --budget auto,20m -- adapters/broken", run.log), run.log
+    run = run_action(pr.repo, {"comment": "false", "budget": "0"}, pr.event, tmp_path / "r2")
+    assert "--budget 0 --" in run.log
+
+
+def test_exit_codes_map_to_verdicts_and_an_internal_error_says_so_with_a_stubbed_audit(tmp_path, monkeypatch):
+    from auditor.ci import gha
+
+    assert [gha.verdict_for(c) for c in (0, 1, 2, 3, 130)] == ["pass", "fail", "error", "error", "error"]
+    out = tmp_path / "o"
+    monkeypatch.setenv("GATE_ADAPTERS_JSON", '["adapters/a"]')
+    monkeypatch.setenv("GATE_OUTPUT_DIR", str(out))
+    monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "outputs"))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
+    monkeypatch.setattr(gha, "run_audit_command",
+                        lambda cmd, cwd: (3, ["internal error: RuntimeError: boom (set AUDITOR_DEBUG=1 ...)"]))
+    assert gha.run() == 3
+    outputs = parse_output_file(tmp_path / "outputs")
+    assert outputs["verdict"] == "error" and outputs["exit-code"] == "3"
+    assert outputs["error"].startswith("internal error: RuntimeError: boom") and outputs["sarif"] == ""
+    assert "internal error: RuntimeError: boom" in (tmp_path / "summary.md").read_text()
+
+
+@pytest.mark.parametrize("head,token,needle", [
+    ({"full_name": "someone/adapters", "fork": True}, "", "comes from a fork, whose workflow runs get no secrets"),
+    ({"full_name": "acme/adapters", "fork": False}, "", "HF_TOKEN is not set; give the step"),
+    ({"full_name": "acme/adapters", "fork": False}, "hf_x", ""),
+])
+def test_a_gated_hub_base_without_a_token_gets_one_hint(monkeypatch, head, token, needle):
+    from auditor.ci import gha
+
+    monkeypatch.setenv("HF_TOKEN", token)
+    event = {"pull_request": {"head": {"repo": head}, "base": {"repo": {"full_name": "acme/adapters"}}}}
+    error = "error: meta-llama/Llama-3.1-8B: gated hub repository: accept its terms and log in (`hf auth login`)"
+    hint = gha.hub_hint(error, event)
+    assert (needle in hint) if needle else hint == ""
+    assert "\n" not in hint
+    assert gha.hub_hint("error: adapters/x: no such file", event) == ""  # another error: no hint
+
+
+def test_extras_are_installed_with_the_auditor_and_a_bad_one_is_an_input_error(monkeypatch):
+    from auditor.ci import gha
+
+    monkeypatch.setenv("GATE_ACTION_PATH", "/actions/adapter-auditor")
+    monkeypatch.setenv("GATE_BASE_MODEL", "models/base")
+    monkeypatch.setenv("GATE_EXTRAS", "vllm, test")
+    assert gha.install_commands()[1][-1] == "/actions/adapter-auditor[vllm,test]"
+    monkeypatch.setenv("GATE_EXTRAS", "vllm; rm -rf /")
+    with pytest.raises(gha.GateError, match="input extras: 'vllm;' is not the name of an extra"):
+        gha.install_commands()
+
+
+def test_two_uses_of_the_action_keep_a_sticky_comment_each(monkeypatch):
+    from auditor.ci import comment
+
+    monkeypatch.setenv("GITHUB_WORKFLOW", "adapter gate")
+    monkeypatch.setenv("GITHUB_JOB", "audit")
+    marks = set()
+    for artifact in ("report-math", "report-chat"):
+        monkeypatch.setenv("GATE_ARTIFACT_NAME", artifact)
+        marks.add(comment.marker())
+    monkeypatch.setenv("GATE_COMMENT_ID", "release --> <script>")
+    marks.add(comment.marker())
+    assert len(marks) == 3
+    assert comment.marker() == "<!-- adapter-auditor:sticky-comment id=release_____script_ -->"
+    assert all(m.count("-->") == 1 for m in marks)
+
+
+def test_several_adapters_get_one_sarif_with_a_category_each(tmp_path):
+    from auditor.ci import gha
+
+    folders = []
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.sarif").write_text(json.dumps(
+            {"version": "2.1.0", "runs": [{"tool": {"driver": {"name": "adapter-auditor"}}, "results": []}]}))
+        folders.append(tmp_path / name)
+    assert gha.merged_sarif(folders[:1], tmp_path) == folders[0] / "results.sarif"
+    merged = gha.merged_sarif(folders, tmp_path)
+    assert merged == tmp_path / "results.sarif"
+    runs = json.loads(merged.read_text())["runs"]
+    assert [r["automationDetails"]["id"] for r in runs] == ["adapter-auditor/a/", "adapter-auditor/b/"]
+    assert gha.merged_sarif([tmp_path / "none"], tmp_path) is None
