@@ -22,7 +22,7 @@ from .analysis.noise_floor import noise_floor
 from .assembly import BaselineRun, Evidence, Run
 from .backends import BACKENDS, Backend, GenerationCache, choose_backend, fall_back_for
 from .backends.hardware import choose_dtype
-from .backends.vllm_compat import gpu_present
+from .backends.vllm_compat import gpu_present, vllm_architecture_fault
 from .backends.vllm_setup import EngineStartError
 from .errors import AuditInputError
 from .inspect import bin_adapter_file, convert_bin_adapter, hub, inspect_adapter, preflight_adapter, resolve_base
@@ -124,6 +124,10 @@ def run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print) 
         except PunktDataError as e:
             raise AuditInputError("nltk punkt_tab", str(e)) from None
     base = resolve_base(opts.base)
+    if backend_name == "vllm" and (fault := vllm_architecture_fault(base.path)):
+        if opts.backend != "auto":
+            raise AuditInputError(base.path / "config.json", f"{fault}; run the audit with --backend hf instead")
+        backend_name, backend_reason = "hf", f"auto: {fault}, hf"  # choose_dtype's choice is the same for hf
     base_digest = folder_digest(base.path)
     infos = [inspect_adapter(pre, base.path, base.name, opts.max_adapter_bytes, base_digest=base_digest,
                              converted_from=converted.get(a)) for a, pre in zip(given, checked)]

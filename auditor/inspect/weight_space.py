@@ -91,6 +91,8 @@ def weight_space(weights: Path, cfg: AdapterConfig, base_path: Path, ranks: Mapp
                 handles[f] = safe_open(str(f), framework="pt").__enter__()
             w = handles[f].get_tensor(w_name).float()
             a, b = ad.get_tensor(a_name).float(), ad.get_tensor(b_name).float()
+            if cfg.fan_in_fan_out:
+                w = w.T  # transformers' Conv1D (GPT-2) stores [in, out] (PEFT's fan_in_fan_out); ΔW = B A is [out, in]
             rank = ranks[module]
             scale = cfg.scaling(module, rank)
             delta = scale * (b @ a)

@@ -28,7 +28,8 @@ class AdapterConfig:
         target_modules: a list of module names, a regex string, or ``"all-linear"``.
         base_model_name_or_path: the declared base ("" when none).
         use_dora, use_rslora, bias, lora_bias, task_type, modules_to_save, rank_pattern,
-        alpha_pattern: as PEFT's ``LoraConfig`` names them.
+        alpha_pattern, fan_in_fan_out: as PEFT's ``LoraConfig`` names them (``fan_in_fan_out``: the base
+            layers store their weight ``[in, out]``, transformers' ``Conv1D`` in GPT-2).
     """
 
     path: str
@@ -45,6 +46,7 @@ class AdapterConfig:
     modules_to_save: tuple[str, ...] = ()
     rank_pattern: Mapping[str, int] = field(default_factory=dict)
     alpha_pattern: Mapping[str, float] = field(default_factory=dict)
+    fan_in_fan_out: bool = False
     #: PEFT's ``trainable_token_indices``: module name → token ids whose embedding rows are trained
     #: (a plain list in the config means ``embed_tokens``)
     trainable_token_indices: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
@@ -59,6 +61,7 @@ class AdapterConfig:
             target_modules=targets if isinstance(targets, str) else tuple(targets),
             base_model_name_or_path=str(cfg.get("base_model_name_or_path") or ""),
             use_dora=bool(cfg.get("use_dora")), use_rslora=bool(cfg.get("use_rslora")),
+            fan_in_fan_out=bool(cfg.get("fan_in_fan_out")),
             bias=cfg.get("bias", "none"), lora_bias=bool(cfg.get("lora_bias")), task_type=cfg.get("task_type"),
             modules_to_save=tuple(map(str, cfg.get("modules_to_save") or ())),
             rank_pattern=dict(cfg.get("rank_pattern") or {}), alpha_pattern=dict(cfg.get("alpha_pattern") or {}),
