@@ -126,7 +126,8 @@ def result(run: Run, variant: Variant, ev: Evidence) -> AuditResult:
         adapter=AdapterRecord.of(variant.info, variant.digest, run.hub_of.get(variant.info.path),
                                  warnings=(*variant.warnings, *run.warnings)),
         base=BaseRecord(name=run.base.name, path=str(run.base.path), source=run.base.source,
-                        content_hash=run.base.content_hash, hub=run.base.hub, folder_sha256=run.base_digest),
+                        content_hash=run.base.content_hash, hub=run.base.hub, folder_sha256=run.base_digest,
+                        reason=run.base.reason or None),
         suite=SuiteRecord(name=suite.name, version=suite.version, path=suite.path,
                           item_ids=tuple(i.id for i in suite.items),
                           items_sha256=canonical_sha256([[i.id, list(i.messages), i.max_new_tokens, i.target]

@@ -104,9 +104,13 @@ class _BatchSize(click.ParamType):
 
 @cli.command("run")
 @click.argument("adapters", nargs=-1, required=True, type=click.Path(path_type=str))
-@click.option("--base", default=None, help="Base model: an embedded base (smollm2-135m-instruct, the default; gemma3-270m, "
-                                            "an optional extra: pip install 'adapter-auditor[gemma]'), a local HF model "
-                                            "folder or a hub id owner/name[@revision][:path/in/repo].")
+@click.option("--base", default=None, help="Base model: an embedded base (smollm2-135m-instruct; gemma3-270m, an optional "
+                                            "extra: pip install 'adapter-auditor[gemma]'), a local HF model folder, a "
+                                            "hub id owner/name[@revision][:path/in/repo], or declared: the base the "
+                                            "adapters' base_model_name_or_path names, fetched from the hub if need be "
+                                            "(HF_HUB_OFFLINE=1: the local hub cache only). Default: the declared base "
+                                            "when it is an embedded base or a local folder, else the embedded "
+                                            "SmolLM2 (with a warning); results.json's base.reason says which and why.")
 @click.option("--policy", default=None, help="Policy YAML (default: policies/default.yaml).")
 @click.option("--suite", default="smoke", show_default=True, help="Suite preset name or manifest path.")
 @click.option("--label", default=None, help="Nominal label of the adapter (default: from its model card).")

@@ -14,6 +14,8 @@ class AuditOptions:
     Every field has the default the ``audit`` command has.
     """
 
+    #: ``--base``: an embedded base's word, a local folder, a hub id, or ``"declared"``; None: the declared base
+    #: when it can be had without the hub, else the embedded default (:func:`auditor.inspect.choose_base`)
     base: str | None = None
     policy: str | None = None
     suite: str = "smoke"

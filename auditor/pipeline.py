@@ -25,7 +25,7 @@ from .backends.hardware import choose_dtype
 from .backends.vllm_compat import gpu_present, vllm_architecture_fault
 from .backends.vllm_setup import EngineStartError
 from .errors import AuditInputError
-from .inspect import bin_adapter_file, convert_bin_adapter, hub, inspect_adapter, preflight_adapter, resolve_base
+from .inspect import bin_adapter_file, choose_base, convert_bin_adapter, hub, inspect_adapter, preflight_adapter
 from .inspect.chat_template import choose_templates
 from .options import AuditOptions
 from .policy import judge, load_policy
@@ -123,7 +123,8 @@ def run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print) 
             ensure_punkt()
         except PunktDataError as e:
             raise AuditInputError("nltk punkt_tab", str(e)) from None
-    base = resolve_base(opts.base)
+    base, base_warnings = choose_base(opts.base, [(pre.folder / "adapter_config.json", pre.config.base_model_name_or_path)
+                                                  for pre in checked])
     if backend_name == "vllm" and (fault := vllm_architecture_fault(base.path)):
         if opts.backend != "auto":
             raise AuditInputError(base.path / "config.json", f"{fault}; run the audit with --backend hf instead")
@@ -139,11 +140,15 @@ def run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print) 
     # the chat template of each variant's prompts (checked now: a bad --chat-template FILE is refused before any model loads)
     templates, template_warnings = choose_templates(opts.chat_template, base.path, dict(zip(names, infos)),
                                                     opts.chat_template_args)
-    variants = [Variant(name=n, info=i, digest=d, folder=Path(i.path), warnings=template_warnings[n])
-                for n, i, d in zip(names, infos, seen)]
+    # an adapter whose declared base cannot be had (audited on the embedded default instead) is warned about
+    variants = [Variant(name=n, info=i, digest=d, folder=Path(i.path),
+                        warnings=(*([w] if (w := base_warnings.get(pre.folder / "adapter_config.json")) else []),
+                                  *template_warnings[n]))
+                for n, i, d, pre in zip(names, infos, seen, checked)]
+    log(f"base: {escape(base.name)} ({escape(base.source)}; {escape(base.reason)})")
     for v in variants:
         info = v.info
-        log(f"base: {escape(base.name)} ({escape(base.source)}); adapter: {escape(info.path)} ({'DoRA' if info.dora else 'LoRA'} "
+        log(f"adapter: {escape(info.path)} ({'DoRA' if info.dora else 'LoRA'} "
             f"rank {info.max_rank}{f' (config r={info.r})' if info.max_rank != info.r else ''}, "
             f"{info.matched_modules} modules)")
         for w in (*info.warnings, *v.warnings):

@@ -77,7 +77,8 @@ class AdapterRecord:
 @dataclass(frozen=True, kw_only=True)
 class BaseRecord:
     """``base``: the audited base model (:class:`~auditor.records.BaseModel`) and ``folder_sha256``,
-    the content digest of the folder that was loaded (it keys every cached answer)."""
+    the content digest of the folder that was loaded (it keys every cached answer), and ``reason``, why
+    this base was audited (absent in results written before it was recorded)."""
 
     name: str
     path: str
@@ -85,6 +86,7 @@ class BaseRecord:
     content_hash: str
     hub: Mapping[str, Any] | None = None
     folder_sha256: str | None = None
+    reason: str | None = field(default=None, metadata=_OMIT)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -49,7 +49,8 @@ def test_gpt2_adapter_on_a_llama_base_names_the_architecture(cli, tmp_path):
         cli(a, "--out", tmp_path / "o"), "adapter_config.json",
         f"target modules ['c_attn', 'c_proj'] do not exist in the base ({BASE}); its linear modules end in",
         "c_attn, c_proj are GPT-2 module names: the adapter was trained for another architecture",
-        "the adapter declares base 'openai-community/gpt2': audit it on that base (--base)")
+        "the adapter declares base 'openai-community/gpt2': audit it on that base (--base declared fetches it "
+        "from the hub, or --base DIR)")
     assert not (tmp_path / "o").exists()
 
 
@@ -137,7 +138,8 @@ def test_declared_base_whose_shapes_disagree_is_an_error(cli, tmp_path):
     assert_one_line_error(cli(a, "--out", tmp_path / "o"), "adapter_model.safetensors",
                           "shapes of model.layers.0.self_attn.q_proj do not fit the base: lora_A [4, 4096], "
                           "lora_B [4096, 4], base layer in=576 out=576; the adapter declares base "
-                          "'meta-llama/Llama-2-7b-hf': audit it on that base (--base)")
+                          "'meta-llama/Llama-2-7b-hf': audit it on that base (--base declared fetches it from the hub, "
+                          "or --base DIR)")
 
 
 # ---- 13. paths: links out of the folder, folders without adapter files, oversized files --------------------------

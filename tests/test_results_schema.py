@@ -153,7 +153,8 @@ def _result() -> AuditResult:
         schema_version=RESULTS_SCHEMA_VERSION,
         verdict=Verdict(verdict="fail", rules=rules, warnings=("engine setup",)),
         adapter=_adapter("adapters/a", hub), base=BaseRecord(name="b", path="p", source="local", content_hash=SHA,
-                                                             hub=hub.as_dict(), folder_sha256=SHA),
+                                                             hub=hub.as_dict(), folder_sha256=SHA,
+                                                             reason="declared: the adapter declares 'b', a local folder"),
         suite=SuiteRecord(name="smoke", version="2", path="s.yaml", item_ids=(item.id,), items_sha256=SHA,
                           sources=({"benchmark": "gsm8k", "n_selected": 1},), scorers={"math": "numeric_match"}),
         policy=PolicyRecord(path="policy.yaml", content={"version": 1}, sha256=SHA),
@@ -242,6 +243,7 @@ def _delete(path: str) -> Callable[[Any], None]:
     (_set("items.0.base", None), "items.0.base", "None is not of type 'object'"),
     (_set("run.new_tokens", {"adapter7": 1}), "run.new_tokens", "'adapter7' is not one of"),
     (_set("run.rounds.0.look", 0), "run.rounds.0.look", "less than the minimum of 1"),
+    (_set("base.reason", "because"), "base.reason", "does not match"),
     (_set("schema_version", 5), "schema_version", "6 was expected"),
 ])
 def test_hostile_edits_fail_validation(edit, where, says):

@@ -162,7 +162,7 @@ def inspect_adapter(arg: str | Path | Preflight, base_path: Path, base_name: str
             f"{'hold' if dora else 'hold no'} lora_magnitude_vector tensors; audited as "
             f"{'DoRA' if dora else 'plain LoRA'} (the tensors decide)")
     declared = cfg.base_model_name_or_path
-    base_status, base_warnings = declared_base_status(declared, base_name)
+    base_status, base_warnings = declared_base_status(declared, base_name, base_path)
     warnings.extend(base_warnings)
     label, card_problem = model_card_label(folder)
     if card_problem:

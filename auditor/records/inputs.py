@@ -124,6 +124,11 @@ class BaseModel:
             GGUF file for the embedded default, over every file's content for
             a local folder (:func:`auditor.util.hashing.folder_digest`).
         hub: for a hub id: repo_id, the revision asked for and the resolved commit.
+        reason: why this base was audited: ``--base X`` (given), ``declared: ...`` (the base the
+            adapters declare, without ``--base``), ``--base declared: ...`` or ``default: ...`` (the
+            embedded default: none declared, or the declared one cannot be had;
+            :func:`auditor.inspect.declared_base.choose_base`); "" where nothing chose it (a caller of
+            :func:`~auditor.inspect.base_model.resolve_base`).
     """
 
     name: str
@@ -131,6 +136,7 @@ class BaseModel:
     source: str
     content_hash: str
     hub: Mapping[str, Any] | None = None
+    reason: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -22,7 +22,8 @@ class Variant:
         digest: content digest of its weights and config (:func:`auditor.util.hashing.adapter_digest`):
             what keys its cached answers.
         folder: the PEFT folder the backend loads (``info.path``).
-        warnings: what the run found about it after inspection (its chat template), in the order found.
+        warnings: what the run found about it after inspection (a declared base it could not have, its chat
+            template), in the order found.
     """
 
     name: str

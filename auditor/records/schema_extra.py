@@ -72,6 +72,12 @@ FIELDS: dict[str, dict[str, Any]] = {
     "VocabResize.base_size": POSITIVE, "VocabResize.size": POSITIVE,
     "VocabResize.how": {"enum": ["modules_to_save", "trainable_token_indices"]},
     "BaseRecord.content_hash": SHA256, "BaseRecord.hub": HUB_REF,
+    "BaseRecord.reason": {"pattern": "^(--base |declared: |default: )",
+                          "description": "why this base was audited: '--base X' (given); 'declared: ...' (without "
+                                         "--base, the base the adapters' base_model_name_or_path names: an embedded "
+                                         "base or a local folder); '--base declared: ...' (that, or the hub); "
+                                         "'default: ...' (the embedded default: none declared, or the declared base "
+                                         "cannot be had here)"},
     "SuiteRecord.items_sha256": {**SHA256, "description": "sha256 of the canonical JSON of every item's id, messages, "
                                  "budget and target"},
     "PolicyRecord.sha256": {**SHA256, "description": "sha256 of the canonical JSON of the policy as judged"},

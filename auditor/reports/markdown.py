@@ -104,7 +104,8 @@ def render_checklist(result: AuditResult) -> str:
     v, a = result.verdict, result.adapter
     lines = [f"## Release checklist: {md(Path(a.path).name)} — {v.verdict.upper()}", "",
              f"- adapter {md(a.path)}, weights sha256 `{md(a.sha256)}`",
-             f"- base {md(result.base.name)} (sha256 `{md(result.base.content_hash)}`)",
+             f"- base {md(result.base.name)} (sha256 `{md(result.base.content_hash)}`"
+             + (f"; {md(result.base.reason)})" if result.base.reason else ")"),
              f"- policy {md(result.policy.path)} (sha256 `{md(result.policy.sha256 or '—')}`), "
              f"suite {md(result.suite.name)} ({len(result.items)} items, sha256 "
              f"`{md(result.suite.items_sha256 or '—')}`)"]

@@ -223,9 +223,12 @@ def adapter_card(result: AuditResult) -> dict[str, Any]:
     by_rank: dict[int, int] = {}
     for rank in (a.ranks or {}).values():
         by_rank[int(rank)] = by_rank.get(int(rank), 0) + 1
-    declared, audited = a.declared_base, result.base.name
+    declared, audited, status = a.declared_base, result.base.name, a.declared_base_status
+    # the inspection's status where results.json has it (a declared folder that is the audited base matches)
+    match = None if not declared or status in ("none", "unknown") else \
+        status in ("match", "local_folder") if status else declared == audited
     return {"ranks": sorted(by_rank.items()), "size_mib": a.size_bytes / 2**20,
-            "base_match": None if not declared else declared == audited, "audited_base": audited,
+            "base_match": match, "audited_base": audited,
             "tokenizer": tokenizer_lines(a.tokenizer_files), "prompts": prompt_lines(result.run.prompts),
             "vocabulary": vocab_line(a.vocab_resize)}
 
