@@ -233,3 +233,21 @@ def test_the_reason_is_in_results_json_the_report_and_the_checklist(tmp_path):
     old = dataclasses.replace(r, base=dataclasses.replace(r.base, reason=None))
     assert "reason" not in old.to_dict()["base"]
     assert "chosen by" not in write_reports(old, tmp_path / "p")["report.html"].read_text()
+
+
+def test_the_log_says_which_base_and_why_before_the_backend_starts(cli, tmp_path):
+    """The pipeline's base line and the fallback warning, up to a backend that needs no model here (an
+    unreachable OpenAI-compatible server: one error line after them, exit 2)."""
+    # one module: its weight-space pre-screen (SVDs of the base's weight) is the slowest step here
+    a = write_adapter(tmp_path / "a", layers=1, modules=("q_proj",),
+                      config={"base_model_name_or_path": "HuggingFaceTB/SmolLM-135M-Instruct"})
+    proc = cli(a, "--backend", "openai", "--endpoint", "http://127.0.0.1:9/v1", "--limit", "1", "--capability", "math",
+               "--budget", "0", "--out", tmp_path / "o")
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2 and lines[-1].startswith("error: ") and "cannot reach the server" in lines[-1], lines
+    log = " ".join(proc.stderr.split())  # the console wraps long lines
+    how = "not an embedded base nor a folder here, and the hub is asked only with --base declared"
+    assert (f"base: {DEFAULT_BASE_NAME} (embedded:SmolLM2-135M-Instruct.Q4_1.gguf; default: the adapter declares "
+            f"'HuggingFaceTB/SmolLM-135M-Instruct', {how}) adapter: {a} (LoRA rank 4") in log
+    assert (f"warning: base_model_name_or_path 'HuggingFaceTB/SmolLM-135M-Instruct' is {how}: audited on the embedded "
+            f"default '{DEFAULT_BASE_NAME}' instead") in log
