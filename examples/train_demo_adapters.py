@@ -448,7 +448,7 @@ def model_card(spec: AdapterSpec, n_examples: int, args, m: Measured, sample: tu
     return f"""{front}
 {title}
 
-A small demo adapter built for adapter-auditor's examples (`examples/adapters/`). It is not meant for
+A small demo adapter built for adapter-auditor's examples (`{args.out.as_posix()}/`). It is not meant for
 any real use.
 {note}
 ## Training data
