@@ -10,7 +10,8 @@ from typing import Any
 
 @dataclass
 class AuditOptions:
-    """Settings of one audit (what the CLI passes in; :func:`auditor.audit` takes the same names).
+    """Settings of one audit (what the CLI passes in; :func:`auditor.audit` takes the same names, and the
+    command's own names where they differ from these fields: :data:`auditor.api.CLI_NAMES`).
 
     Every field has the default the ``audit`` command has.
     """
