@@ -50,39 +50,20 @@ def cli() -> None:
 
 
 class _Budget(click.ParamType):
-    """``auto``, a number of items, a time (``90s``, ``10m``, ``1h``) or new tokens (``20000tok``, ``50ktok``), or
-    several of them joined by commas (``auto,20m``: auto's items, within 20 minutes): (items, seconds, tokens).
-
-    Items are None for ``auto``, the number given, else unlimited (10**9: a time or a token budget alone);
-    seconds and tokens are None when not given. Each kind may appear once."""
+    """``auto``, a number of items, a time or new tokens, or several joined by commas: (items, seconds, tokens),
+    as :func:`auditor.options.parse_budget` reads them (the Python API's ``budget=`` reads them the same way)."""
 
     name = "N|TIME|Ntok|auto[,...]"
 
     def convert(self, value, param, ctx):  # noqa: D102 - click's interface
         if isinstance(value, tuple):
             return value
-        import re
+        from .options import parse_budget
 
-        items, seconds, tokens = 10 ** 9, None, None  # items unlimited unless given: a time or tokens alone
-        seen = set()
-        for part in str(value).strip().lower().split(","):
-            part = part.strip()
-            time_m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(s|m|h)", part)
-            tok_m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(k?)\s*tok(ens)?", part)
-            kind = ("items" if part == "auto" or part.isdigit() else "time" if time_m else
-                    "tokens" if tok_m else None)
-            if kind is None or kind in seen:
-                what = "is not" if kind is None else f"gives {kind} twice:"
-                self.fail(f"{value!r} {what} a number of items, a time (90s, 10m), new tokens (20000tok, 50ktok) "
-                          "or 'auto', or several of them joined by commas (auto,20m)", param, ctx)
-            seen.add(kind)
-            if kind == "items":
-                items = None if part == "auto" else int(part)
-            elif time_m:
-                seconds = float(time_m.group(1)) * {"s": 1, "m": 60, "h": 3600}[time_m.group(2)]
-            elif tok_m:
-                tokens = int(float(tok_m.group(1)) * (1000 if tok_m.group(2) else 1))
-        return (items, seconds, tokens)
+        try:
+            return parse_budget(value)
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
 
 
 class _BatchSize(click.ParamType):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -9,7 +10,8 @@ from typing import Any
 
 @dataclass
 class AuditOptions:
-    """Settings of one audit (what the CLI passes in; :func:`auditor.audit` takes the same names).
+    """Settings of one audit (what the CLI passes in; :func:`auditor.audit` takes the same names, and the
+    command's own names where they differ from these fields: :data:`auditor.api.CLI_NAMES`).
 
     Every field has the default the ``audit`` command has.
     """
@@ -71,3 +73,39 @@ class AuditOptions:
     budget_seconds: float | None = None
     #: ``--budget Ntok``: new tokens (every variant's) the rounds may generate (None: no token limit)
     budget_tokens: int | None = None
+
+
+def parse_budget(value: str | int) -> tuple[int | None, float | None, int | None]:
+    """``--budget`` (and :func:`auditor.audit`'s ``budget=``) as :class:`AuditOptions`' ``(budget_items,
+    budget_seconds, budget_tokens)``.
+
+    ``value`` is ``auto``, a number of items (``40``, or the int 40), a time (``90s``, ``10m``, ``1h``) or new
+    tokens (``20000tok``, ``50ktok``), or several of them joined by commas (``auto,20m``: auto's items, within
+    20 minutes). Items are None for ``auto``, the number given, else unlimited (10**9: a time or a token budget
+    alone); seconds and tokens are None when not given. Each kind may appear once.
+
+    Raises:
+        ValueError: ``value`` is none of these, or gives one kind twice (the message says which).
+    """
+    items: int | None = 10 ** 9  # items unlimited unless given: a time or tokens alone
+    seconds: float | None = None
+    tokens: int | None = None
+    seen = set()
+    for part in str(value).strip().lower().split(","):
+        part = part.strip()
+        time_m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(s|m|h)", part)
+        tok_m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(k?)\s*tok(ens)?", part)
+        kind = ("items" if part == "auto" or part.isdigit() else "time" if time_m else
+                "tokens" if tok_m else None)
+        if kind is None or kind in seen:
+            what = "is not" if kind is None else f"gives {kind} twice:"
+            raise ValueError(f"{value!r} {what} a number of items, a time (90s, 10m), new tokens (20000tok, 50ktok) "
+                             "or 'auto', or several of them joined by commas (auto,20m)")
+        seen.add(kind)
+        if kind == "items":
+            items = None if part == "auto" else int(part)
+        elif time_m:
+            seconds = float(time_m.group(1)) * {"s": 1, "m": 60, "h": 3600}[time_m.group(2)]
+        elif tok_m:
+            tokens = int(float(tok_m.group(1)) * (1000 if tok_m.group(2) else 1))
+    return (items, seconds, tokens)

@@ -253,3 +253,44 @@ class AuditResult:
     def from_dict(cls, data: Mapping[str, Any]) -> AuditResult:
         """The typed record of a results.json mapping that passed the schema check."""
         return from_plain(cls, dict(data))
+
+    def flat_metrics(self, prefix: str = "audit/") -> dict[str, float]:
+        """The audit's figures as one flat ``str → float`` mapping, for ``trainer.log(...)`` or ``wandb.log(...)``;
+        the unit is the end of each key and a figure that is None (no interval, no DriftScore) is left out.
+
+        Keys (``<metric>`` is a metric id such as ``math.numeric_match``):
+
+        - ``{prefix}verdict_pass``: 1.0 pass, 0.0 fail; ``{prefix}rules_fail_n`` / ``rules_warn_n``: rules failing /
+          warning (counts);
+        - ``{prefix}<metric>/base_frac``, ``adapter_frac`` (fractions in [0, 1]; a metric in another unit ends in
+          it: ``verbosity.words/base_words``), ``delta_pts`` (adapter − base in points; other units:
+          ``delta_words``), ``ci_low_pts`` / ``ci_high_pts`` (its interval, same unit), ``rel_delta_pct`` (% of
+          base), ``p_value`` (unadjusted), ``n_items`` (count);
+        - ``{prefix}drift_score_pts``, ``target_gain_pts``, ``off_target_gain_pts`` and ``drift_ci_low_pts`` /
+          ``drift_ci_high_pts`` (points: :class:`~auditor.records.DriftResult`);
+        - with a baseline (release-checklist mode), the same per-metric keys under ``{prefix}vs_baseline/<metric>/``.
+        """
+        out: dict[str, float] = {
+            f"{prefix}verdict_pass": 1.0 if self.passed else 0.0,
+            f"{prefix}rules_fail_n": float(sum(r.outcome == "fail" for r in self.verdict.rules)),
+            f"{prefix}rules_warn_n": float(sum(r.outcome == "warn" for r in self.verdict.rules)),
+        }
+        groups = [("", self.comparisons)] + ([("vs_baseline/", self.baseline.comparisons)] if self.baseline else [])
+        for under, comparisons in groups:
+            for c in comparisons:
+                unit = "frac" if c.is_fraction else c.unit
+                delta_unit = "pts" if c.delta_unit == "points" else c.delta_unit
+                out.update(_flat(f"{prefix}{under}{c.metric}/", {
+                    f"base_{unit}": c.base, f"adapter_{unit}": c.adapter, f"delta_{delta_unit}": c.delta,
+                    f"ci_low_{delta_unit}": c.ci_low, f"ci_high_{delta_unit}": c.ci_high,
+                    "rel_delta_pct": c.rel_delta_pct, "p_value": c.p_value, "n_items": c.n_items}))
+        d = self.drift
+        out.update(_flat(prefix, {"drift_score_pts": d.drift_score_pts, "target_gain_pts": d.target_gain_pts,
+                                  "off_target_gain_pts": d.off_target_gain_pts, "drift_ci_low_pts": d.ci_low_pts,
+                                  "drift_ci_high_pts": d.ci_high_pts}))
+        return out
+
+
+def _flat(prefix: str, figures: Mapping[str, float | int | None]) -> dict[str, float]:
+    """``figures`` under ``prefix`` as floats, those that are None left out."""
+    return {prefix + k: float(v) for k, v in figures.items() if v is not None}
