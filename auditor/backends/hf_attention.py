@@ -15,8 +15,10 @@ own with the bottom-right causal mask the library builds. It is registered with 
 one stream by :func:`per_request_attention`; the library's scheduler, paged cache and its index
 updates are untouched (``cache.update`` is called exactly as the library's ``sdpa`` function calls it).
 
-Layers with a sliding window (Gemma 3, Mistral with ``sliding_window``) or attention sinks are handed
-to the library's own function unchanged.
+A model with sliding-window layers (Gemma 3, Mistral with ``sliding_window``) or attention sinks keeps
+the library's attention for the whole stream (:func:`per_request_supported`): transformers builds the
+masks of those layers for its own implementation, and under another one they came out wrong (Gemma 3
+270M answered "<strong>Answer: ..." where the library path answers "12 apples").
 """
 
 from __future__ import annotations
@@ -29,6 +31,23 @@ from typing import Any
 NAME = "auditor_varlen_sdpa"
 #: the attention path of a continuous stream, as cache keys and results.json (``run.hf.attention``) name it
 ATTENTION = "per_request_sdpa/1"
+#: the library's own path (:func:`attention_path` for a model :func:`per_request_supported` refuses)
+LIBRARY = "sdpa"
+
+
+def per_request_supported(config: Any) -> bool:
+    """Whether a model (its transformers config) can run :func:`varlen_sdpa_attention`: no sliding-window
+    layers (``sliding_window`` set, or ``sliding_attention`` in ``layer_types``; also in a nested
+    ``text_config``) and no attention sinks (``gpt_oss``)."""
+    config = getattr(config, "text_config", None) or config
+    if getattr(config, "sliding_window", None) or "sliding_attention" in (getattr(config, "layer_types", None) or ()):
+        return False
+    return getattr(config, "model_type", "") != "gpt_oss"
+
+
+def attention_path(config: Any) -> str:
+    """The attention path a continuous stream of this model takes: :data:`ATTENTION` or :data:`LIBRARY`."""
+    return ATTENTION if per_request_supported(config) else LIBRARY
 
 
 def varlen_sdpa_attention(module: Any, query: Any, key: Any, value: Any, attention_mask: Any,
@@ -114,10 +133,12 @@ def per_request_attention(model: Any) -> Iterator[None]:
     """Within the block, ``model`` (already initialised for continuous batching with ``sdpa``: the
     library sizes its cache and builds its inputs for that) computes attention with
     :func:`varlen_sdpa_attention`; its own implementation again after the block. A model on another
-    implementation (``paged|eager``, flash) is left as it is."""
+    implementation (``paged|eager``, flash), or with sliding-window layers or sinks
+    (:func:`per_request_supported`), is left as it is."""
     config = getattr(model, "config", None)
     before = getattr(config, "_attn_implementation", None)
-    if before != "sdpa":
+    layers = [m for m in model.modules() if getattr(m, "sliding_window", None) or hasattr(m, "sinks")]
+    if before != "sdpa" or layers or not per_request_supported(config):
         yield
         return
     register()

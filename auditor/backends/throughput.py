@@ -127,13 +127,13 @@ def best_slots(model: Any, dtype: str, device: str) -> SlotsChoice:
 
     from ..util.files import atomic_write, cache_dir
     from ..util.hashing import canonical_sha256
-    from .hf_attention import ATTENTION
+    from .hf_attention import attention_path
 
     config = getattr(model, "config", None)
     key = canonical_sha256({"version": CACHE_VERSION, "shape": _shape(config), "dtype": dtype,
                             "device": device.split(":")[0], "machine": _machine(), "torch": torch.__version__,
                             "transformers": transformers.__version__, "probe": [PROBE_TOKENS, PROBE_PROMPT_TOKENS],
-                            "attention": ATTENTION})
+                            "attention": attention_path(config)})
     path = cache_dir() / CACHE_FOLDER / f"{key}.json"
     try:
         d = json.loads(path.read_text(encoding="utf-8"))

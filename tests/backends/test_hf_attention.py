@@ -54,3 +54,31 @@ def test_a_model_on_another_attention_is_left_as_it_is(model):
             assert m.config._attn_implementation == "eager"
     finally:
         m.set_attn_implementation("sdpa")
+
+
+def test_a_model_with_sliding_window_layers_keeps_the_librarys_attention_and_its_answers(base_model):
+    """Gemma 3's sliding-window layers: under another implementation transformers built their masks
+    wrong (the real Gemma 3 270M answered garbage), so such a model keeps the library's attention; its
+    stream's greedy answers are model.generate's."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, Gemma3TextConfig, GenerationConfig
+
+    from auditor.backends.hf_attention import LIBRARY, attention_path, per_request_attention
+    from auditor.backends.hf_stream import stream_generate
+
+    tok = AutoTokenizer.from_pretrained(str(base_model.path))
+    config = Gemma3TextConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                              num_attention_heads=4, num_key_value_heads=1, head_dim=16, query_pre_attn_scalar=16,
+                              sliding_window=8, layer_types=["sliding_attention", "full_attention"],
+                              max_position_embeddings=512)
+    torch.manual_seed(0)
+    m = AutoModelForCausalLM.from_config(config, attn_implementation="sdpa").eval()
+    assert attention_path(m.config) == LIBRARY
+    with per_request_attention(m):
+        assert m.config._attn_implementation == "sdpa"
+    prompts = [list(tok(q)["input_ids"]) for q in QUESTIONS[:4]]  # 6-14 tokens: past the window of 8
+    gc = GenerationConfig(do_sample=False, eos_token_id=None, pad_token_id=tok.pad_token_id, max_new_tokens=12)
+    ours = stream_generate(m, prompts, [12] * 4, slots=4, generation_config=gc)
+    with torch.inference_mode():
+        plain = [m.generate(torch.tensor([p]), generation_config=gc)[0, len(p):].tolist() for p in prompts]
+    assert ours == plain

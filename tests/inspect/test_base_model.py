@@ -82,3 +82,34 @@ def test_conversion_is_a_pure_function_of_the_gguf_file_issue_22(tmp_path, base_
     assert d1 == folder_digest(session)
     tok = json.loads((Path(p1) / "tokenizer_config.json").read_text())
     assert not {"local_files_only", "is_local", "cache_dir"} & set(tok)
+
+
+@pytest.mark.slow
+def test_gemma3_270m_is_a_second_embedded_base_audited_with_plain_prompts(tmp_path):
+    """Issue 30: ``--base gemma3-270m`` (the optional extra, installed by scripts/test.sh) assembles the GGUF,
+    converts it once (its own 262,144-token vocabulary, BOS first, the Gemma terms beside the weights) and
+    audits the example Gemma adapter with plain prompts; an adapter that declares google/gemma-3-270m gets it
+    without --base."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from auditor.inspect.base_model import GEMMA3_270M_SHA256, resolve_base
+
+    root = Path(__file__).resolve().parents[2]
+    base = resolve_base("gemma3-270m")
+    assert base.name == "google/gemma-3-270m" and base.content_hash == GEMMA3_270M_SHA256
+    assert (base.path / "GEMMA_TERMS.html").is_file() and (base.path / "NOTICE.md").is_file()
+    config = json.loads((base.path / "config.json").read_text())
+    assert config["model_type"] == "gemma3_text" and config["vocab_size"] == 262144
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, "-m", "auditor.cli", str(root / "examples" / "gemma3-270m" / "math-arith-r8"),
+                        "--capability", "math", "--limit", "2", "--budget", "0", "--out", str(out)],
+                       cwd=root, capture_output=True, text=True, timeout=1200)
+    assert r.returncode in (0, 1), r.stderr[-3000:]
+    res = json.loads((out / "results.json").read_text())
+    assert res["base"]["name"] == "google/gemma-3-270m" and res["base"]["source"] == "embedded:gemma-3-270m-q4_k_m.gguf"
+    assert {p["chat_template"] for p in res["run"]["prompts"].values()} == {"none"}
+    assert all(it["rendered_prompt"].startswith("<bos>") and "<start_of_turn>" not in it["rendered_prompt"]
+               for it in res["items"])
+    assert res["verdict"]["verdict"] in ("pass", "fail", "inconclusive")
