@@ -333,7 +333,9 @@ def main() -> None:
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
     except click.ClickException as e:
-        console.print(f"[red]error:[/] {_t(e.format_message())} (see `audit --help`)", soft_wrap=True)
+        ctx = getattr(e, "ctx", None)  # a subcommand's usage error points at that subcommand's options
+        where = f"audit {ctx.command.name}" if ctx is not None and ctx.parent is not None else "audit"
+        console.print(f"[red]error:[/] {_t(e.format_message())} (see `{where} --help`)", soft_wrap=True)
         sys.exit(EXIT_INPUT_ERROR)
     except click.exceptions.Abort:
         console.print("aborted")

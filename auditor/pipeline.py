@@ -26,7 +26,8 @@ from .backends.vllm_compat import gpu_present, vllm_architecture_fault
 from .backends.vllm_setup import EngineStartError
 from .errors import AuditInputError
 from .inspect import bin_adapter_file, choose_base, convert_bin_adapter, hub, inspect_adapter, preflight_adapter
-from .inspect.chat_template import choose_templates
+from .inspect.chat_template import MODES as TEMPLATE_MODES
+from .inspect.chat_template import choose_templates, load_template_file
 from .options import AuditOptions
 from .policy import judge, load_policy
 from .records import (
@@ -129,6 +130,8 @@ def run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print) 
         if opts.backend != "auto":
             raise AuditInputError(base.path / "config.json", f"{fault}; run the audit with --backend hf instead")
         backend_name, backend_reason = "hf", f"auto: {fault}, hf"  # choose_dtype's choice is the same for hf
+    if opts.chat_template not in TEMPLATE_MODES:  # a --chat-template FILE is checked now, before the pre-screen's SVDs
+        load_template_file(opts.chat_template, base.path)
     base_digest = folder_digest(base.path)
     infos = [inspect_adapter(pre, base.path, base.name, opts.max_adapter_bytes, base_digest=base_digest,
                              converted_from=converted.get(a)) for a, pre in zip(given, checked)]

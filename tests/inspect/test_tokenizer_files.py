@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 from conftest import MEDICAL, assert_one_line_error, needs_shared, write_adapter
@@ -136,10 +137,16 @@ def test_a_bad_template_file_is_one_line_and_exit_2(base_model, tmp_path, conten
 
 
 def test_a_missing_template_file_and_an_invalid_own_template(base_model, tmp_path):
+    import os
+
     out = tmp_path / "o"
     folder = _adapter(tmp_path)
+    screens = Path(os.environ["AUDITOR_CACHE_DIR"]) / "weight_space"
+    before = set(screens.iterdir()) if screens.is_dir() else set()
     assert_one_line_error(audit(folder, "--chat-template", tmp_path / "nope.jinja", "--out", out),
                           f"error: {tmp_path / 'nope.jinja'}: --chat-template: no such file")
+    # refused before the adapter's weight-space pre-screen (SVDs of the base's weights) was computed
+    assert (set(screens.iterdir()) if screens.is_dir() else set()) == before
     broken = _adapter(tmp_path, "broken", tokenizer_config__json={"chat_template": "{% if %}"})
     assert_one_line_error(audit(broken, "--out", out), f"error: {broken / 'tokenizer_config.json'}: the adapter's "
                           "chat_template is not valid Jinja: line 1:", "--chat-template base")
