@@ -97,8 +97,10 @@ def varlen_sdpa_attention(module: Any, query: Any, key: Any, value: Any, attenti
         # kv_heads, groups, head_dim]; Llama's repeat_kv maps head h to key head h // groups): one SDPA call
         # with no repeated keys (torch's bf16 CPU kernel is ~7x slower on one query row per head with GQA)
         q = q0[:, rows].transpose(0, 1).reshape(len(decode), kv_heads, -1, q0.shape[-1])
-        k = k0[:, index].transpose(0, 1)  # [requests, kv_heads, width, head_dim]
-        v = v0[:, index].transpose(0, 1)
+        # the keys are gathered token-major ([tokens, kv_heads, head_dim], as the paged cache reads them out):
+        # whole rows of kv_heads × head_dim at a time, 1.6x faster than from the head-major view (same values)
+        k = k0.transpose(0, 1)[index].transpose(1, 2)  # [requests, kv_heads, width, head_dim]
+        v = v0.transpose(0, 1)[index].transpose(1, 2)
         o = sdpa(q, k, v, attn_mask=keep, scale=scaling)  # [requests, kv_heads, groups, head_dim]
         o = o.reshape(len(decode), -1, o.shape[-1]).transpose(0, 1)  # [heads, requests, head_dim]
         if len(decode) == o0.shape[1]:
