@@ -118,6 +118,8 @@ class HFBackend(CachedBackend):
         self.streams: list[dict[str, Any]] = []
         #: how ``--batch-size auto`` chose the slots (:mod:`auditor.backends.throughput`), once it did
         self.slots_choice: Any = None
+        #: why the variants cannot share a stream ("" they can; None: not looked at yet; see _mixed_stream)
+        self.stream_mix_refusal: str | None = None
 
     @classmethod
     def create(cls, opts: AuditOptions, base: BaseModel, variants: Sequence[Variant], cache: GenerationCache,
@@ -202,12 +204,15 @@ class HFBackend(CachedBackend):
         # (and the attention path: per request answers in bf16 differ from the library's dense-mask sdpa)
         if self.batching != "continuous":
             return out
-        return out | {"batching": "continuous", "mixed_variants": False, "attention": self.attention}
+        return out | {"batching": "continuous", "attention": self.attention}
 
     def run_info(self, variant: str) -> dict[str, Any]:
         """What results.json records of the engine (``run.hf``): the batching path and the requests decoded at
-        once (continuous: per stream; static: items per call)."""
+        once (continuous: per stream, ``variant`` for one variant's, ``variants`` for a mixed one; static: items
+        per call), and why the variants could not share a stream (``mix_refusal``, None where they could or it
+        never came up)."""
         return {"batching": self.batching, "streams": list(self.streams),
+                "mix_refusal": self.stream_mix_refusal or None,
                 "attention": self.attention if self.batching == "continuous" else "sdpa",
                 "slots": None if self.slots_choice is None else self.slots_choice.as_dict()}
 
@@ -324,6 +329,8 @@ class HFBackend(CachedBackend):
         from .hf_stream import stream_generate
 
         config = self._stream_generation_config(max(it.max_new_tokens for v in p.variants for it in p.todo[v]))
+        if self._mixed_stream(p, config, advance):
+            return
         for variant in p.variants:
             items = p.todo[variant]
             if not items:
@@ -347,6 +354,44 @@ class HFBackend(CachedBackend):
                 self._record(p, it, variant, text, n)
             self.streams.append({"variant": variant, "requests": len(items), "slots": min(slots, len(items)),
                                  "new_tokens": tokens})  # (durations are run.timings': results repeat byte for byte)
+
+    def _mixed_stream(self, p: Any, config: Any, advance: Callable[[int], None]) -> bool:
+        """Every variant's missing requests in one stream (:func:`auditor.backends.hf_stream.stream_generate`
+        with ``variants``: per-token LoRA masks), where more than one variant has any and the adapters allow
+        it (``mix_variants``, one tokenizer for all, :func:`auditor.backends.hf_peft.stream_mix_refusal`);
+        False (nothing generated) otherwise, or when the library cannot say which requests a step packs, and
+        from then on the variants are streamed one after another.
+
+        One stream instead of one per variant: the slots stay full while the first variant's longest
+        answers end, and a round's few items per variant decode together (fp32 answers token-identical
+        to the per-variant streams', tests/backends/test_cache.py)."""
+        from .hf_peft import stream_mix_refusal
+        from .hf_stream import MixedStreamUnsupported, stream_generate
+
+        rows = [(it, v) for v in p.variants for it in p.todo[v]]
+        if (not self.mix_variants or not self.adapters or self.resize is not None or self.tokenizers
+                or len({v for _, v in rows}) < 2):
+            return False
+        if self.stream_mix_refusal is None:
+            self.stream_mix_refusal = stream_mix_refusal(self.model) or ""
+        if self.stream_mix_refusal:
+            return False
+        ids = [self.tokenizer(p.rendered[(it.id, v)], add_special_tokens=False)["input_ids"] for it, v in rows]
+        slots = self._slots(len(rows))
+        try:
+            out = stream_generate(self.model, ids, [it.max_new_tokens for it, _ in rows], slots=slots,
+                                  generation_config=config, on_done=advance, variants=[v for _, v in rows])
+        except MixedStreamUnsupported as e:
+            self.stream_mix_refusal = str(e)
+            return False
+        tokens = 0
+        for (it, variant), row in zip(rows, out):
+            text, n = self._decode(row, variant)
+            tokens += n
+            self._record(p, it, variant, text, n)
+        self.streams.append({"variants": sorted({v for _, v in rows}, key=p.variants.index), "requests": len(rows),
+                             "slots": min(slots, len(rows)), "new_tokens": tokens})
+        return True
 
     def _stream_generation_config(self, max_new_tokens: int) -> Any:
         """Greedy decoding with the model's own EOS ids (what static ``generate`` stops on)."""

@@ -55,9 +55,15 @@ class StreamError(RuntimeError):
     """The library's generation loop failed a request (its own message)."""
 
 
+class MixedStreamUnsupported(RuntimeError):
+    """This transformers version does not say which requests a step packs (a mixed stream needs it):
+    stream the variants one after another."""
+
+
 def stream_generate(model: Any, prompts: Sequence[Sequence[int]], budgets: Sequence[int], *, slots: int,
                     generation_config: Any, on_done: Callable[[int], None] | None = None,
-                    timeout_s: float = 1.0, attention: str = "per_request", **config: Any) -> list[list[int]]:
+                    timeout_s: float = 1.0, attention: str = "per_request", variants: Sequence[str] | None = None,
+                    **config: Any) -> list[list[int]]:
     """Greedy answers to ``prompts`` (token ids) through one continuous-batching stream.
 
     Args:
@@ -71,16 +77,25 @@ def stream_generate(model: Any, prompts: Sequence[Sequence[int]], budgets: Seque
         timeout_s: how long one wait for a result lasts before the loop is checked for life.
         attention: ``"per_request"`` (:mod:`auditor.backends.hf_attention`: each request attends over its own
             keys) or ``"library"`` (transformers' ``sdpa`` over the step's dense block-diagonal mask).
+        variants: a mixed stream: each prompt's variant (``"base"`` or an adapter's name of the ``PeftModel``):
+            every adapter is active and each token gets its own request's LoRA update only
+            (:func:`auditor.backends.hf_peft.token_masked_adapters`), the masks set before each forward from
+            the requests the library packed into it; prefix sharing is off (two variants' keys of the
+            same prompt differ). None: one variant, as the model stands.
 
     Returns:
         Each prompt's new tokens, in the order given, EOS included where it was generated.
 
     Raises:
         StreamError: the library failed a request or its loop stopped before every request ended.
+        MixedStreamUnsupported: ``variants`` given, and the library does not expose the step's requests.
     """
     if not prompts:
         return []
     longest = max(len(p) + b for p, b in zip(prompts, budgets))
+    adapters = sorted({v for v in variants or () if v != "base"})
+    if variants is not None:
+        config["share_prefix"] = False
     manager = model.init_continuous_batching(generation_config=generation_config,
                                              continuous_batching_config=stream_config(min(slots, len(prompts)),
                                                                                       longest, **config))
@@ -89,8 +104,10 @@ def stream_generate(model: Any, prompts: Sequence[Sequence[int]], budgets: Seque
         if attention == "per_request":
             stack.enter_context(per_request_attention(model))
         stack.callback(manager.destroy)
-        stack.callback(manager.stop, block=True)
         manager.warmup()
+        if variants is not None:  # (its masks go on the stack first: they come off after the loop has stopped)
+            _mask_per_request(stack, model, manager, variants, adapters)
+        stack.callback(manager.stop, block=True)
         manager.start()
         for k, (ids, budget) in enumerate(zip(prompts, budgets)):
             manager.add_request(list(ids), request_id=str(k), max_new_tokens=int(budget))
@@ -109,3 +126,37 @@ def stream_generate(model: Any, prompts: Sequence[Sequence[int]], budgets: Seque
             if on_done is not None:
                 on_done(1)
     return [out[str(k)] for k in range(len(prompts))]
+
+
+def _mask_per_request(stack: contextlib.ExitStack, model: Any, manager: Any, variants: Sequence[str],
+                      adapters: Sequence[str]) -> None:
+    """Make ``model`` (a ``PeftModel``) a mixed stream's: every adapter active with per-token masks, set
+    before each forward from the requests the library packed into it (``requests_in_batch``, in packing
+    order, each ``query_length`` tokens), until ``stack`` closes.
+
+    Raises:
+        MixedStreamUnsupported: the manager's inputs do not list the step's requests.
+    """
+    import torch
+
+    from .hf_peft import token_masked_adapters
+
+    io = getattr(getattr(manager, "batch_processor", None), "inputs_and_outputs", None)
+    if io is None or not isinstance(getattr(io, "requests_in_batch", None), list):
+        raise MixedStreamUnsupported("transformers' continuous batching does not list a step's requests here")
+    masks = stack.enter_context(token_masked_adapters(model, adapters))
+    code = {name: k + 1 for k, name in enumerate(adapters)}  # 0: the base
+    of_request = [code.get(v, 0) for v in variants]
+    dtype = model.dtype
+
+    def set_masks(_module: Any, args: Any, kwargs: Any) -> None:
+        packed = io.requests_in_batch
+        which = torch.tensor([of_request[int(f.state.request_id)] for f in packed])
+        per_token = which.repeat_interleave(torch.tensor([f.query_length for f in packed]))
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        if ids is not None and ids.shape[-1] > per_token.numel():  # a padded step: padding gets no update
+            per_token = torch.nn.functional.pad(per_token, (0, ids.shape[-1] - per_token.numel()), value=-1)
+        for name, k in code.items():
+            masks[name] = (per_token == k).to(dtype)[None, :, None]
+
+    stack.callback(model.get_base_model().register_forward_pre_hook(set_masks, with_kwargs=True).remove)

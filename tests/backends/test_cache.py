@@ -61,12 +61,14 @@ def _items(n: int = 2, budget: int = 6) -> list[Item]:
 
 
 def _backend(base, adapter_dir: Path, cache: GenerationCache, batch_size: int | str = 4, base_path: Path | None = None,
-             batching: str = "auto"):
-    info = inspect_adapter(str(adapter_dir), base.path, base.name)
+             batching: str = "auto", mix_variants: bool | str = "auto", more: dict[str, Path] | None = None):
     path = base_path or base.path
-    digest = adapter_digest(info.sha256, adapter_dir / "adapter_config.json")
-    return HFBackend(path, {"adapter": (adapter_dir, digest)}, batch_size=batch_size, cache=cache,
-                     base_digest=folder_digest(path), batching=batching)
+    folders = {}
+    for name, folder in {"adapter": adapter_dir, **(more or {})}.items():
+        info = inspect_adapter(str(folder), base.path, base.name)
+        folders[name] = (folder, adapter_digest(info.sha256, folder / "adapter_config.json"))
+    return HFBackend(path, folders, batch_size=batch_size, cache=cache, base_digest=folder_digest(path),
+                     batching=batching, mix_variants=mix_variants)
 
 
 def _run(backend: HFBackend, items: list[Item]) -> dict[tuple[str, str], str]:
@@ -286,7 +288,7 @@ def test_continuous_batching_gives_static_generate_s_answers_in_fp32(base_model)
     greedy fp32 answers, and results.json's engine record says how they were made."""
     items = _items(6)
     static = _backend(base_model, TERSE, GenerationCache(None), batching="static")
-    streams = _backend(base_model, TERSE, GenerationCache(None), batch_size=4, batching="continuous")
+    streams = _backend(base_model, TERSE, GenerationCache(None), batch_size=4, batching="continuous", mix_variants=False)
     assert static.dtype == streams.dtype == "float32"
     assert _run(streams, items) == _run(static, items)
     info = streams.run_info("adapter")
@@ -294,6 +296,33 @@ def test_continuous_batching_gives_static_generate_s_answers_in_fp32(base_model)
     assert all(s["requests"] == 6 and s["slots"] == 4 for s in info["streams"])
     # the engine path keys the answers: a stream's are never served to the static path, or back
     assert streams.settings()["batching"] == "continuous" and "batching" not in static.settings()
+
+
+def test_one_mixed_stream_gives_each_variant_its_own_answers_in_fp32(base_model):
+    """The base and two adapters in one continuous-batching stream (every adapter active, each token's
+    LoRA update masked to its own request's adapter) against one stream per variant: the same greedy
+    fp32 answers, with the two adapters' requests decoded in the same steps as the base's; the
+    adapters' answers differ from the base's (so a mask that let no update through would fail)."""
+    items = _items(6, budget=12)
+    kw = {"batch_size": 8, "batching": "continuous", "more": {"math": MATH}}
+    apart = _backend(base_model, TERSE, GenerationCache(None), mix_variants=False, **kw)
+    mixed = _backend(base_model, TERSE, GenerationCache(None), **kw)
+
+    def run(backend: HFBackend) -> dict[tuple[str, str], str]:
+        gens = backend.generate([Request(item=i, variant=v) for i in items for v in ("base", "adapter", "math")])
+        return {(g.item_id, g.variant): g.text for g in gens}
+
+    one, each = run(mixed), run(apart)
+    assert one == each
+    assert any(one[(i.id, "adapter")] != one[(i.id, "base")] for i in items)
+    assert any(one[(i.id, "math")] != one[(i.id, "base")] for i in items)
+    assert mixed.run_info("adapter")["streams"] == [{"variants": ["base", "adapter", "math"], "requests": 18,
+                                                     "slots": 8, "new_tokens": sum(mixed.stats.new_tokens.values())}]
+    assert [s["variant"] for s in apart.run_info("adapter")["streams"]] == ["base", "adapter", "math"]
+    assert mixed.run_info("adapter")["mix_refusal"] is None
+    # after the stream peft has one adapter active again and no mask hooks are left on the LoRA layers
+    assert len(mixed.model.active_adapters) == 1
+    assert not any(m._forward_hooks for n, m in mixed.model.named_modules() if "lora_B" in n)
 
 
 def test_the_slot_sweep_measures_decoding_and_chooses_the_fewest_near_the_best(base_model):
