@@ -322,11 +322,10 @@ class HFBackend(CachedBackend):
         return p.ordered(requests)
 
     def _generate_streams(self, p: Any, advance: Callable[[int], None]) -> None:
-        """Each variant's missing requests as one continuous-batching stream (the base with the adapters
+        """Every variant's missing requests in one continuous-batching stream where they can share one
+        (:meth:`_mixed_stream`), else each variant's as its own stream (the base with the adapters
         disabled, an adapter as the active one), ``batch_size`` requests decoded at once."""
         import contextlib
-
-        from .hf_stream import stream_generate
 
         config = self._stream_generation_config(max(it.max_new_tokens for v in p.variants for it in p.todo[v]))
         if self._mixed_stream(p, config, advance):
@@ -335,25 +334,39 @@ class HFBackend(CachedBackend):
             items = p.todo[variant]
             if not items:
                 continue
-            tok = self.tokenizer_for(variant)
-            ids = [tok(p.rendered[(it.id, variant)], add_special_tokens=False)["input_ids"] for it in items]
             if variant == "base" and self.adapters:
                 scope: Any = self.model.disable_adapter()
             else:
                 scope = contextlib.nullcontext()
                 if variant != "base":
                     self.model.set_adapter(variant)
-            slots = self._slots(len(items))
             with scope:  # (not inference_mode: the library's loop thread writes the tensors warmup makes)
-                rows = stream_generate(self.model, ids, [it.max_new_tokens for it in items], slots=slots,
-                                       generation_config=config, on_done=advance)
-            tokens = 0
-            for it, row in zip(items, rows):
-                text, n = self._decode(row, variant)
-                tokens += n
-                self._record(p, it, variant, text, n)
-            self.streams.append({"variant": variant, "requests": len(items), "slots": min(slots, len(items)),
+                slots, tokens = self._stream(p, [(it, variant) for it in items], config, advance)
+            self.streams.append({"variant": variant, "requests": len(items), "slots": slots,
                                  "new_tokens": tokens})  # (durations are run.timings': results repeat byte for byte)
+
+    def _stream(self, p: Any, rows: list[tuple[Any, str]], config: Any, advance: Callable[[int], None],
+                mixed: bool = False) -> tuple[int, int]:
+        """Generate and record ``rows`` (item, variant) as one continuous-batching stream
+        (:func:`auditor.backends.hf_stream.stream_generate`; ``mixed``: each row's variant masked per token,
+        else the model as it stands); returns the slots it used and the new tokens it made.
+
+        Raises:
+            StreamError, MixedStreamUnsupported: as ``stream_generate``.
+        """
+        from .hf_stream import stream_generate
+
+        ids = [self.tokenizer_for(v)(p.rendered[(it.id, v)], add_special_tokens=False)["input_ids"] for it, v in rows]
+        slots = self._slots(len(rows))
+        out = stream_generate(self.model, ids, [it.max_new_tokens for it, _ in rows], slots=slots,
+                              generation_config=config, on_done=advance,
+                              variants=[v for _, v in rows] if mixed else None)
+        tokens = 0
+        for (it, variant), row in zip(rows, out):
+            text, n = self._decode(row, variant)
+            tokens += n
+            self._record(p, it, variant, text, n)
+        return min(slots, len(rows)), tokens
 
     def _mixed_stream(self, p: Any, config: Any, advance: Callable[[int], None]) -> bool:
         """Every variant's missing requests in one stream (:func:`auditor.backends.hf_stream.stream_generate`
@@ -366,7 +379,7 @@ class HFBackend(CachedBackend):
         answers end, and a round's few items per variant decode together (fp32 answers token-identical
         to the per-variant streams', tests/backends/test_cache.py)."""
         from .hf_peft import stream_mix_refusal
-        from .hf_stream import MixedStreamUnsupported, stream_generate
+        from .hf_stream import MixedStreamUnsupported
 
         rows = [(it, v) for v in p.variants for it in p.todo[v]]
         if (not self.mix_variants or not self.adapters or self.resize is not None or self.tokenizers
@@ -376,21 +389,13 @@ class HFBackend(CachedBackend):
             self.stream_mix_refusal = stream_mix_refusal(self.model) or ""
         if self.stream_mix_refusal:
             return False
-        ids = [self.tokenizer(p.rendered[(it.id, v)], add_special_tokens=False)["input_ids"] for it, v in rows]
-        slots = self._slots(len(rows))
         try:
-            out = stream_generate(self.model, ids, [it.max_new_tokens for it, _ in rows], slots=slots,
-                                  generation_config=config, on_done=advance, variants=[v for _, v in rows])
+            slots, tokens = self._stream(p, rows, config, advance, mixed=True)
         except MixedStreamUnsupported as e:
             self.stream_mix_refusal = str(e)
             return False
-        tokens = 0
-        for (it, variant), row in zip(rows, out):
-            text, n = self._decode(row, variant)
-            tokens += n
-            self._record(p, it, variant, text, n)
-        self.streams.append({"variants": sorted({v for _, v in rows}, key=p.variants.index), "requests": len(rows),
-                             "slots": min(slots, len(rows)), "new_tokens": tokens})
+        self.streams.append({"variants": [v for v in p.variants if p.todo[v]], "requests": len(rows),
+                             "slots": slots, "new_tokens": tokens})
         return True
 
     def _stream_generation_config(self, max_new_tokens: int) -> Any:

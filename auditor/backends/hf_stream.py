@@ -11,7 +11,8 @@ What was found on transformers 5.19 (2-core CPU, SmolLM2-135M, 96 chat prompts; 
 * greedy fp32 answers are token-identical to static ``generate`` (288 of 288 over base, two adapters);
 * a ``PeftModel`` works with one adapter active, and the base with ``disable_adapter()`` around the
   stream; peft's mixed-adapter rows (``adapter_names``) do not (every request of a step is packed into
-  one row), so variants are streamed one after another;
+  one row), so a mixed stream (``variants``) masks each LoRA update per token instead
+  (:func:`auditor.backends.hf_peft.token_masked_adapters`: fp32 answers identical to one stream per variant);
 * on the CPU the cache is sized from the machine's whole memory unless told otherwise (10 GiB of KV cache
   and a 7.6 GiB mask here), so :func:`stream_config` always sizes it from the requests;
 * attention: the library's ``sdpa`` runs over a dense block-diagonal mask of every request in the step
