@@ -85,28 +85,29 @@ def varlen_sdpa_attention(module: Any, query: Any, key: Any, value: Any, attenti
     out = query.new_zeros(query.shape)
     q0, k0, v0, o0 = query[0], key[0], value[0], out[0]  # [heads, tokens, head_dim]
     decode = [i for i in range(len(cq) - 1) if cq[i + 1] - cq[i] == 1]
-    if decode:
-        lens = torch.tensor([ck[i + 1] - ck[i] for i in decode])
-        width = int(lens.max())
+    kv_heads = k0.shape[0]
+    kt, vt = (t.transpose(0, 1).reshape(t.shape[1], -1) for t in (k0, v0))  # [tokens, kv_heads · head_dim]
+    # the decoding requests in groups by their own length rounded up to WIDTH_QUANTUM keys, each group padded
+    # to that width: a request's keys, mask and SDPA call shape depend on its own length only, never on the
+    # other requests of the step (bf16 and fp32 outputs bit for bit the same in any company, see
+    # tests/backends/test_hf_attention.py), and no request attends to more than WIDTH_QUANTUM - 1 padding keys
+    for width, group in _groups(decode, [ck[i + 1] - ck[i] for i in decode]):
+        lens = torch.tensor([ck[i + 1] - ck[i] for i in group])
         span = torch.arange(width)
-        index = (torch.tensor([ck[i] for i in decode])[:, None] + span).clamp_(max=k0.shape[1] - 1)
+        index = (torch.tensor([ck[i] for i in group])[:, None] + span).clamp_(max=k0.shape[1] - 1)
         keep = (span < lens[:, None])[:, None, None, :]  # [requests, 1, 1, width]
-        rows = torch.tensor([cq[i] for i in decode])
-        kv_heads = k0.shape[0]
+        rows = torch.tensor([cq[i] for i in group])
         # a decoding request's query heads that share a key head are that head's query rows ([requests,
         # kv_heads, groups, head_dim]; Llama's repeat_kv maps head h to key head h // groups): one SDPA call
         # with no repeated keys (torch's bf16 CPU kernel is ~7x slower on one query row per head with GQA)
-        q = q0[:, rows].transpose(0, 1).reshape(len(decode), kv_heads, -1, q0.shape[-1])
-        # the keys are gathered token-major ([tokens, kv_heads, head_dim], as the paged cache reads them out):
-        # whole rows of kv_heads × head_dim at a time, 1.6x faster than from the head-major view (same values)
-        k = k0.transpose(0, 1)[index].transpose(1, 2)  # [requests, kv_heads, width, head_dim]
-        v = v0.transpose(0, 1)[index].transpose(1, 2)
+        q = q0[:, rows].transpose(0, 1).reshape(len(group), kv_heads, -1, q0.shape[-1])
+        # the keys are gathered token-major (rows of kv_heads × head_dim, as the paged cache reads them out)
+        # with index_select: 5x faster than advanced indexing, which was 1.6x faster than head-major
+        k = kt.index_select(0, index.view(-1)).view(*index.shape, kv_heads, -1).transpose(1, 2)
+        v = vt.index_select(0, index.view(-1)).view(*index.shape, kv_heads, -1).transpose(1, 2)
+        # k, v: [requests, kv_heads, width, head_dim]
         o = sdpa(q, k, v, attn_mask=keep, scale=scaling)  # [requests, kv_heads, groups, head_dim]
-        o = o.reshape(len(decode), -1, o.shape[-1]).transpose(0, 1)  # [heads, requests, head_dim]
-        if len(decode) == o0.shape[1]:
-            o0.copy_(o)
-        else:
-            o0[:, rows] = o
+        o0[:, rows] = o.reshape(len(group), -1, o.shape[-1]).transpose(0, 1)  # [heads, requests, head_dim]
     for i in range(len(cq) - 1):
         lq, lk = cq[i + 1] - cq[i], ck[i + 1] - ck[i]
         if lq == 1 or lq == 0:
@@ -120,6 +121,19 @@ def varlen_sdpa_attention(module: Any, query: Any, key: Any, value: Any, attenti
             o = sdpa(q, k, v, attn_mask=mask, scale=scaling, enable_gqa=gqa)
         o0[:, cq[i]:cq[i + 1]] = o[0]
     return out.transpose(1, 2).contiguous(), None
+
+
+#: a decoding request's keys are padded to its own length rounded up to this many (a power of two)
+WIDTH_QUANTUM = 64
+
+
+def _groups(requests: list[int], lengths: list[int]) -> list[tuple[int, list[int]]]:
+    """``requests`` (with their key ``lengths``) grouped by padded width: ``[(width, requests), ...]``,
+    widest first, ``width`` the length rounded up to :data:`WIDTH_QUANTUM` (one SDPA call each)."""
+    by: dict[int, list[int]] = {}
+    for r, n in zip(requests, lengths):
+        by.setdefault(-(-n // WIDTH_QUANTUM) * WIDTH_QUANTUM, []).append(r)
+    return sorted(by.items(), reverse=True)
 
 
 def register() -> None:

@@ -24,12 +24,17 @@ QUESTIONS = ["What is 12 + 30?", "Name a colour of the sky.", "Write a haiku abo
              "Say hello in a JSON object with one key."]
 
 
-@pytest.mark.parametrize("max_batch_tokens,share_prefix", [(1024, True), (40, False)])
-def test_per_request_attention_gives_the_librarys_fp32_answers(model, max_batch_tokens, share_prefix):
+@pytest.mark.parametrize("max_batch_tokens,share_prefix,quantum",
+                         [(1024, True, 64), (40, False, 64), (1024, False, 4)])
+def test_per_request_attention_gives_the_librarys_fp32_answers(model, max_batch_tokens, share_prefix, quantum,
+                                                               monkeypatch):
     from transformers import GenerationConfig
 
+    from auditor.backends import hf_attention
     from auditor.backends.hf_stream import stream_generate
 
+    # quantum 4: a step's decoding requests fall in several width groups (as long answers at 128 slots do)
+    monkeypatch.setattr(hf_attention, "WIDTH_QUANTUM", quantum)
     m, tok = model
     prompts = [tok.apply_chat_template([{"role": "user", "content": q}], add_generation_prompt=True) for q in QUESTIONS]
     prompts = [list(p["input_ids"] if hasattr(p, "keys") else p) for p in prompts]
@@ -82,3 +87,20 @@ def test_a_model_with_sliding_window_layers_keeps_the_librarys_attention_and_its
     with torch.inference_mode():
         plain = [m.generate(torch.tensor([p]), generation_config=gc)[0, len(p):].tolist() for p in prompts]
     assert ours == plain
+
+
+def test_a_decoding_requests_padded_width_is_its_own_length_rounded_up_whoever_decodes_beside_it():
+    """The padded width (so the SDPA call's shape, and with it the kernel's rounding) of a request is a
+    function of its own key length: the same in every company, so the step's longest request no longer
+    moves the others' bf16 answers."""
+    from auditor.backends.hf_attention import WIDTH_QUANTUM, _groups
+
+    def width_of(lengths: list[int]) -> dict[int, int]:
+        return {r: w for w, rs in _groups(list(range(len(lengths))), lengths) for r in rs}
+
+    alone = width_of([130])[0]
+    assert alone == -(-130 // WIDTH_QUANTUM) * WIDTH_QUANTUM
+    assert width_of([130, 900, 5])[0] == alone == width_of([64, 130, 129, 2000])[1]
+    groups = _groups([0, 1, 2, 3], [1, WIDTH_QUANTUM, WIDTH_QUANTUM + 1, 3 * WIDTH_QUANTUM])
+    assert [w for w, _ in groups] == [3 * WIDTH_QUANTUM, 2 * WIDTH_QUANTUM, WIDTH_QUANTUM]  # widest first
+    assert groups[-1][1] == [0, 1]
