@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from .errors import AuditInputError
+from .inspect.checkpoints import TrainingRun
 from .options import AuditOptions, parse_budget
+from .records.training_run import RunSummary
 from .results import AuditResult
 
 #: the ``audit`` command's option names (click's Python names) that are not :class:`AuditOptions` fields,
@@ -104,41 +106,77 @@ def plain_log(log: Callable[[str], Any] | None, quiet: bool = False) -> Callable
     return say
 
 
-def report_folders(adapters: tuple[str, ...], out: Path) -> list[Path]:
-    """The report folder of each adapter (``out`` itself for one, ``out/<folder name>`` for several), each
-    checked before any audit starts.
+def report_folders(adapters: tuple[str, ...], out: Path, nested: bool = False) -> list[Path]:
+    """The report folder of each adapter (``out`` itself for one, ``out/<folder name>`` for several or
+    with ``nested``: a training run's checkpoints), each checked before any audit starts.
 
     Raises:
         AuditInputError: a folder that cannot hold the reports.
     """
     from .reports import check_out_dir, report_folder_names
 
-    folders = [out] if len(adapters) == 1 else [out / n for n in report_folder_names(list(adapters))]
+    folders = [out] if len(adapters) == 1 and not nested else [out / n for n in report_folder_names(list(adapters))]
     for f in folders:
         check_out_dir(f)
     return folders
 
 
-def audit_and_report(adapters: tuple[str, ...], opts: AuditOptions, out: Path | None,
-                     log: Callable[[str], Any]) -> tuple[list[AuditResult], list[dict[str, Path]], Path | None]:
+def expand_run(adapters: tuple[str, ...], checkpoints: str | None, stop_at_first_fail: bool
+               ) -> tuple[tuple[str, ...], TrainingRun | None]:
+    """The adapters to audit: a training run folder given alone (``checkpoint-N/`` folders in it, not itself an
+    adapter) becomes its selected checkpoints in step order (``checkpoints``: ``--checkpoints``, default all).
+
+    Raises:
+        AuditInputError: ``--checkpoints`` or ``--stop-at-first-fail`` without a run folder, a run folder given
+            with other adapters, or a fault of the run (:func:`auditor.inspect.checkpoints.training_run`).
+    """
+    from .inspect.checkpoints import is_run_dir, training_run
+
+    runs = [a for a in adapters if is_run_dir(a)]
+    if runs and len(adapters) > 1:
+        raise AuditInputError(runs[0], "is a training run folder (checkpoint-N folders): audit it alone, or give "
+                                       "its checkpoint folders as adapters")
+    if not runs:
+        if checkpoints is not None or stop_at_first_fail:
+            what = "--checkpoints" if checkpoints is not None else "--stop-at-first-fail"
+            raise AuditInputError(what, "needs a training run folder (one holding checkpoint-N folders) as the "
+                                        "one argument")
+        return adapters, None
+    run = training_run(runs[0], checkpoints or "all", stop_at_first_fail)
+    return tuple(str(c.path) for c in run.checkpoints), run
+
+
+def audit_and_report(adapters: tuple[str, ...], opts: AuditOptions, out: Path | None, log: Callable[[str], Any],
+                     run: TrainingRun | None = None
+                     ) -> tuple[list[AuditResult], list[dict[str, Path]], Path | None, RunSummary | None]:
     """Audit ``adapters`` (one base pass) and, with ``out``, write each one's reports and, for several, the
-    index: what :func:`audit_many` and the ``audit`` command share.
+    index: what :func:`audit_many` and the ``audit`` command share. For a training run (``run``: its selected
+    checkpoints are ``adapters``, in step order), each report goes to ``out/checkpoint-N/``, and ``out/run.json``
+    and ``out/index.html`` (with the trajectory charts) are written too; ``run.stop_at_first_fail`` ends the run
+    after the first checkpoint that fails.
 
     Returns:
-        The results in the order given, each one's report files (report name → path; empty without
-        ``out``) and the index (None for one adapter or without ``out``).
+        The results in the order given (for a run stopped early, those audited), each one's report files
+        (report name → path; empty without ``out``), the index (None for one adapter or without ``out``) and,
+        for a run, its run.json record (:class:`~auditor.records.training_run.RunSummary`; else None).
 
     Raises:
         AuditInputError: any fault in the inputs, before a verdict.
     """
     from .pipeline import run_audits
-    from .reports import write_index, write_reports
+    from .reports import run_summary, write_index, write_reports, write_run_json
 
-    folders = report_folders(adapters, out) if out is not None else []
-    results = run_audits(adapters, opts, log=log)
+    folders = report_folders(adapters, out, nested=run is not None) if out is not None else []
+    stop = (lambda r: not r.passed) if run is not None and run.stop_at_first_fail else None
+    results = run_audits(adapters, opts, log=log, stop_after=stop)
     paths = [write_reports(result, folder) for result, folder in zip(results, folders)]
-    index = write_index(results, [f.name for f in folders], out) if out is not None and len(adapters) > 1 else None
-    return results, paths, index
+    summary = None if run is None else run_summary(run.run_dir, run.selection, run.checkpoints, results,
+                                                   [f.name for f in folders] or [None] * len(adapters))
+    if summary is not None and out is not None:
+        write_run_json(summary, out)
+    index = (write_index(results, [f.name for f in folders], out, summary)
+             if out is not None and (len(adapters) > 1 or summary is not None) else None)
+    return results, paths, index, summary
 
 
 def audit_many(adapters: list[str] | tuple[str, ...], *, options: AuditOptions | None = None,
@@ -154,7 +192,7 @@ def audit_many(adapters: list[str] | tuple[str, ...], *, options: AuditOptions |
         TypeError: an unknown option name, or one given twice (:func:`audit_options`).
     """
     opts = audit_options(options, **keywords)
-    results, _, _ = audit_and_report(tuple(str(a) for a in adapters), opts, None if out is None else Path(out),
+    results, _, _, _ = audit_and_report(tuple(str(a) for a in adapters), opts, None if out is None else Path(out),
                                      plain_log(log, quiet=keywords.get("quiet") is True))
     return results
 

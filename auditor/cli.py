@@ -16,7 +16,7 @@ from rich.console import Console
 
 from .backends import BACKENDS
 from .errors import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, EXIT_PASS, EXIT_POLICY_FAIL, AuditInputError
-from .reports.terminal import print_summary
+from .reports.terminal import print_run_table, print_summary
 from .reports.terminal import t as _t
 from .util.text import strip_controls
 
@@ -44,6 +44,7 @@ def cli() -> None:
     \b
       audit path/to/adapter [--base DIR] [--policy policy.yaml] [--out DIR]
       audit adapter-a adapter-b ...   (one base pass, one report each + index.html)
+      audit RUN_DIR [--checkpoints all|last:K|every:N|steps:a,b]   (a training run's checkpoint-N/ folders)
       audit report results.json --out DIR
       audit cache info | audit cache clear [--all]
     """
@@ -180,6 +181,12 @@ class _BatchSize(click.ParamType):
 @click.option("--max-adapter-size", "max_adapter_size", default=None, metavar="SIZE",
               help="Refuse adapter weights files larger than SIZE (e.g. 500MB, 8GiB; default: "
                    "$AUDITOR_MAX_ADAPTER_SIZE, else 4GiB).")
+@click.option("--checkpoints", "checkpoints", default=None, metavar="all|last:K|every:N|steps:a,b",
+              help="A training run folder (checkpoint-N/ folders): the checkpoints to audit, in global_step order "
+                   "(default all; every:N keeps the last one too).")
+@click.option("--stop-at-first-fail", is_flag=True,
+              help="A training run folder: end the run after the first checkpoint that fails (the later ones are "
+                   "listed as not audited).")
 def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, suite: str, label: str | None, limit: int | None,
             capabilities: tuple[str, ...], out: Path, batch_size: int | str, batching: str, noise_floor: bool,
             no_cache: bool,
@@ -187,20 +194,23 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
             dtype: str, vllm_args: tuple[str, ...], endpoint: str | None, served_base: str | None,
             served_adapters: tuple[str, ...], concurrency: int, allow_bin: bool,
             max_adapter_size: str | None, budget: tuple[int | None, float | None, int | None], chat_template: str,
-            chat_template_args: tuple[str, ...]) -> None:
+            chat_template_args: tuple[str, ...], checkpoints: str | None, stop_at_first_fail: bool) -> None:
     """Audit ADAPTERS (PEFT adapter folders, their adapter_model.safetensors, or hub ids owner/name[@revision][:path/in/repo]).
 
     Several adapters of the same base are audited against one base pass; each
     gets its own report in OUT/<adapter folder name>/ and OUT/index.html lists
-    them. The exit code is 1 when any adapter fails.
+    them. The exit code is 1 when any adapter fails. A training run folder
+    (checkpoint-N/ folders) is audited checkpoint by checkpoint in step order,
+    the same way, plus OUT/run.json and the trajectory in OUT/index.html.
     """
-    from .api import audit_and_report, report_folders
+    from .api import audit_and_report, expand_run, report_folders
     from .backends.vllm_compat import parse_engine_args
     from .inspect.chat_template import parse_template_args
     from .inspect.paths import parse_size
     from .options import AuditOptions
 
-    report_folders(adapters, out)  # checked before the options are: a folder that cannot hold reports fails first
+    adapters, run = expand_run(adapters, checkpoints, stop_at_first_fail)
+    report_folders(adapters, out, nested=run is not None)  # checked before the options: a bad --out fails first
 
     opts = AuditOptions(base=base, policy=policy, suite=suite, label=label, limit=limit,
                         capabilities=capabilities, batch_size=batch_size, batching=batching, noise_floor=noise_floor, data_dir=data_dir,
@@ -217,7 +227,7 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
         os.environ["TQDM_DISABLE"] = "1"
     # log lines carry markup of ours around escaped untrusted text; control characters go either way
     say = (lambda m: None) if quiet else (lambda m: console.print(strip_controls(m)))
-    all_results, written, index = audit_and_report(adapters, opts, out, say)
+    all_results, written, index, summary = audit_and_report(adapters, opts, out, say, run)
     for result, paths in zip(all_results, written):
         if fmt == "checklist":
             click.echo(paths["checklist.md"].read_text(encoding="utf-8"), nl=False)
@@ -227,11 +237,17 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
             console.print(f"[bold]{_t(result.adapter.path)}[/]")
         print_summary(console, result)
         console.print(f"report: {_t(paths['report.html'])}")
-    failed = any(not r.passed for r in all_results)
+    failed = any(not r.passed for r in all_results)  # a run: 1 when any audited checkpoint fails, as for several
+    if summary is not None and not quiet:
+        print_run_table(console, summary)
     if index is not None:
         n_fail = sum(r.verdict.verdict == "fail" for r in all_results)
-        say(f"{n_fail} of {len(adapters)} adapters fail; index: {_t(index)}")
-    if fmt == "json":
+        say(f"{n_fail} of {len(adapters)} {'checkpoints' if run else 'adapters'} fail; index: {_t(index)}")
+    if fmt == "json" and summary is not None:
+        from .records import to_plain
+
+        _echo_json(to_plain(summary))
+    elif fmt == "json":
         _echo_json(all_results[0].to_dict() if len(adapters) == 1 else
                    {"verdict": "fail" if failed else "pass", "adapters": [r.to_dict() for r in all_results]})
     sys.exit(EXIT_POLICY_FAIL if failed else EXIT_PASS)

@@ -87,12 +87,16 @@ def _given_adapters(opts: AuditOptions, adapters: tuple[str, ...]) -> tuple[tupl
     return given, hub_of, converted
 
 
-def run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print) -> list[AuditResult]:
+def run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print,
+               stop_after: Callable[[AuditResult], bool] | None = None) -> list[AuditResult]:
     """Audit several adapters of one base against one base pass.
 
     The base variant of every item is generated once (or taken from the cache) and each adapter's
     answers are compared with it; one :class:`~auditor.results.AuditResult` per adapter, in the order
     given. Every adapter is checked (headers, tensors, base match) before any model is loaded.
+    ``stop_after``: the adapters are judged in the order given, and the first result it is true of
+    ends the run (the later adapters get no rounds and no result; their suite answers, generated in the
+    one shared pass, are in the cache): ``--stop-at-first-fail``.
 
     Raises:
         AuditInputError: any fault in the inputs, or the same adapter given twice.
@@ -191,7 +195,13 @@ def run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print) 
               backend=backend, backend_reason=backend_reason, scorer_of=scorer_of, base_gens=base_gens,
               base_scores=base_scores, noise=noise, n_adapters=len(infos), hub_of=hub_of, baseline=baseline,
               warnings=tuple(backend.setup_warnings))
-    return [_one_result(run, v, [g for g in generations if g.variant == v.name], log) for v in variants[:len(adapters)]]
+    results = []
+    for v in variants[:len(adapters)]:
+        results.append(_one_result(run, v, [g for g in generations if g.variant == v.name], log))
+        if stop_after is not None and stop_after(results[-1]) and len(results) < len(adapters):
+            log(f"stopped after {escape(v.info.path)}: {len(adapters) - len(results)} not audited")
+            break
+    return results
 
 
 def _start(name: str, opts: AuditOptions, base: BaseModel, variants: list[Variant], cache: GenerationCache,

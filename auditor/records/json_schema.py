@@ -5,7 +5,7 @@ The shipped schema ``auditor/schemas/results.schema.json`` is this module's outp
 (``tests/test_results_schema.py``)::
 
     python -m auditor.records.json_schema            # print the schema
-    python -m auditor.records.json_schema --write    # write auditor/schemas/results.schema.json
+    python -m auditor.records.json_schema --write    # write auditor/schemas/results.schema.json and run.schema.json
     python -m auditor.records.json_schema --check    # exit 1 when the shipped file differs
 
 How the types map (what :func:`~auditor.records.plain.to_plain` writes):
@@ -54,10 +54,22 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from .schema_extra import COMMENT, DEF_NAMES, DESCRIPTION, FIELDS, KINDS, NEVER_NULL
+from .schema_extra import (
+    COMMENT,
+    DEF_NAMES,
+    DESCRIPTION,
+    FIELDS,
+    KINDS,
+    NEVER_NULL,
+    RUN_COMMENT,
+    RUN_DESCRIPTION,
+    RUN_FIELDS,
+)
 
 #: the shipped schema, written by ``--write`` and compared by ``--check``
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "results.schema.json"
+#: run.json's shipped schema (a training run's checkpoints), written and checked with it
+RUN_SCHEMA_PATH = SCHEMA_PATH.with_name("run.schema.json")
 
 _SIMPLE = {str: "string", Path: "string", int: "integer", bool: "boolean"}
 _MAPPINGS = (dict, Mapping)
@@ -216,9 +228,10 @@ class _Builder:
                 "properties": {f.name: self.field(cls, f, hint) for f, hint in fields}}
 
 
-def schema_of(root: type, version: int, fields: Mapping[str, dict[str, Any]] = FIELDS) -> dict[str, Any]:
+def schema_of(root: type, version: int, fields: Mapping[str, dict[str, Any]] = FIELDS, *, name: str = "results",
+              description: str = DESCRIPTION, comment: str = COMMENT) -> dict[str, Any]:
     """The JSON Schema of record ``root``'s :func:`~auditor.records.plain.to_plain` form, titled as
-    results.json's ``schema_version`` ``version`` (``fields``: a table of the form of
+    ``<name>.json``'s ``schema_version`` ``version`` (``fields``: a table of the form of
     :data:`~auditor.records.schema_extra.FIELDS`).
 
     Raises:
@@ -231,9 +244,9 @@ def schema_of(root: type, version: int, fields: Mapping[str, dict[str, Any]] = F
     if unused:
         raise ValueError(f"schema entries name no field of the records: {', '.join(unused)}")
     return {"$schema": "https://json-schema.org/draft/2020-12/schema",
-            "$id": f"https://adapter-auditor.invalid/schemas/results-{version}.schema.json",
-            "$comment": COMMENT, "title": f"adapter-auditor results.json, schema_version {version}",
-            "description": DESCRIPTION, **body, "$defs": b.defs}
+            "$id": f"https://adapter-auditor.invalid/schemas/{name}-{version}.schema.json",
+            "$comment": comment, "title": f"adapter-auditor {name}.json, schema_version {version}",
+            "description": description, **body, "$defs": b.defs}
 
 
 def results_schema() -> dict[str, Any]:
@@ -246,6 +259,18 @@ def results_schema() -> dict[str, Any]:
 
     return schema_of(AuditResult, RESULTS_SCHEMA_VERSION,
                      {**FIELDS, "AuditResult.schema_version": {"const": RESULTS_SCHEMA_VERSION}})
+
+
+def run_schema() -> dict[str, Any]:
+    """The schema of run.json (:class:`auditor.records.training_run.RunSummary`), as shipped.
+
+    Raises:
+        TypeError, ValueError: as :func:`schema_of`.
+    """
+    from .training_run import RUN_SCHEMA_VERSION, RunSummary
+
+    return schema_of(RunSummary, RUN_SCHEMA_VERSION, {**RUN_FIELDS, "RunSummary.schema_version": {"const": RUN_SCHEMA_VERSION}},
+                     name="run", description=RUN_DESCRIPTION, comment=RUN_COMMENT)
 
 
 def dumps(value: Any, indent: str = "") -> str:
@@ -273,6 +298,11 @@ def results_schema_text() -> str:
     return dumps(results_schema()) + "\n"
 
 
+def run_schema_text() -> str:
+    """The shipped run.schema.json's text: :func:`run_schema`, laid out by :func:`dumps`."""
+    return dumps(run_schema()) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print, write (``--write``) or check (``--check``: 1 when the shipped file differs) the schema.
 
@@ -282,20 +312,20 @@ def main(argv: list[str] | None = None) -> int:
     """
     ap = argparse.ArgumentParser(prog="python -m auditor.records.json_schema", description=__doc__.split("\n\n")[0])
     group = ap.add_mutually_exclusive_group()
-    group.add_argument("--write", action="store_true", help=f"write {SCHEMA_PATH.name}")
+    group.add_argument("--write", action="store_true", help=f"write {SCHEMA_PATH.name} and {RUN_SCHEMA_PATH.name}")
     group.add_argument("--check", action="store_true", help="compare with the shipped file, write nothing")
     args = ap.parse_args(argv)
-    text = results_schema_text()
+    shipped = {SCHEMA_PATH: results_schema_text(), RUN_SCHEMA_PATH: run_schema_text()}
     if args.check:
-        if not SCHEMA_PATH.is_file() or SCHEMA_PATH.read_text(encoding="utf-8") != text:
-            print(f"{SCHEMA_PATH}: differs from the records; run python -m auditor.records.json_schema --write",
-                  file=sys.stderr)
-            return 1
-        return 0
+        stale = [p for p, text in shipped.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
+        for p in stale:
+            print(f"{p}: differs from the records; run python -m auditor.records.json_schema --write", file=sys.stderr)
+        return 1 if stale else 0
     if args.write:
-        SCHEMA_PATH.write_text(text, encoding="utf-8")
+        for p, text in shipped.items():
+            p.write_text(text, encoding="utf-8")
         return 0
-    sys.stdout.write(text)
+    sys.stdout.write(shipped[SCHEMA_PATH])
     return 0
 
 

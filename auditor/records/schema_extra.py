@@ -169,3 +169,22 @@ FIELDS: dict[str, dict[str, Any]] = {
 
 #: fields typed ``X | None`` that results.json always holds (an item's base and adapter answers)
 NEVER_NULL = frozenset({"ItemRecord.base", "ItemRecord.adapter"})
+
+RUN_DESCRIPTION = (
+    "The audit of a training run's checkpoint-N folders against one base pass (`audit RUN_DIR`): each checkpoint "
+    "in global_step order with its verdict, DriftScore and every metric's delta with its 95% interval (points for "
+    "rates), the last passing checkpoint and the first failing one with its rules. Each audited checkpoint's "
+    "results.json is in its report folder.")
+RUN_COMMENT = ("generated from the records (auditor.records.training_run.RunSummary) by `python -m "
+               "auditor.records.json_schema --write`; do not edit by hand")
+#: run.json's constraints and descriptions (as :data:`FIELDS` is results.json's)
+RUN_FIELDS: dict[str, dict[str, Any]] = {
+    "CheckpointOutcome.step": COUNT, "RunSummary.last_passing": COUNT, "RunSummary.first_failing": COUNT,
+    "CheckpointOutcome.step_source": {"enum": ["trainer_state", "folder name"],
+                                      "description": "trainer_state.json's global_step, or the N of checkpoint-N"},
+    "CheckpointOutcome.report": {"description": "the checkpoint's report folder, relative to run.json; null when "
+                                                "it was not audited"},
+    "CheckpointOutcome.drift_score_pts": {"description": "points; null without a DriftScore or when not audited"},
+    "MetricDelta.delta": {**FINITE, "description": "adapter - base: points for rates, else delta_unit"},
+    "MetricDelta.ci_low": {"description": "95% interval of delta (same unit)"},
+}

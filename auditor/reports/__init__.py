@@ -20,6 +20,7 @@ from pathlib import Path
 import jinja2
 
 from ..errors import AuditInputError
+from ..records.training_run import RunSummary
 from ..results import AuditResult
 from ..util.files import atomic_write
 from .html import render_html, render_index
@@ -27,6 +28,7 @@ from .junit import render_junit
 from .markdown import render_checklist, render_summary_md
 from .results_file import load_results, results_json
 from .sarif import render_sarif
+from .training_run import run_json, run_summary
 
 REPORT_FILES = ("results.json", "report.html", "summary.md", "junit.xml", "results.sarif", "checklist.md")
 
@@ -101,10 +103,22 @@ def report_folder_names(paths: list[str]) -> list[str]:
     return names
 
 
-def write_index(results: list[AuditResult], folders: list[str], out: Path) -> Path:
-    """Write ``index.html`` for a multi-adapter audit (:func:`auditor.reports.html.render_index`)."""
-    _write(out / "index.html", render_index(results, folders))
+def write_index(results: list[AuditResult], folders: list[str], out: Path, run: RunSummary | None = None) -> Path:
+    """Write ``index.html`` for a multi-adapter audit or a training run's (``run``: its trajectory charts on top;
+    :func:`auditor.reports.html.render_index`)."""
+    _write(out / "index.html", render_index(results, folders, run))
     return out / "index.html"
+
+
+def write_run_json(summary: RunSummary, out: Path) -> Path:
+    """Write ``out/run.json``, checked against ``auditor/schemas/run.schema.json``
+    (:func:`auditor.reports.training_run.run_json`).
+
+    Raises:
+        AuditInputError: ``out`` cannot be written.
+    """
+    _write(out / "run.json", run_json(summary))
+    return out / "run.json"
 
 
 def check_out_dir(out: Path) -> None:
@@ -131,4 +145,5 @@ def check_out_dir(out: Path) -> None:
 
 
 __all__ = ["REPORT_FILES", "ReportRenderError", "check_out_dir", "load_results", "render_checklist", "render_html",
-           "render_junit", "render_sarif", "render_summary_md", "report_folder_names", "write_index", "write_reports"]
+           "render_junit", "render_sarif", "render_summary_md", "report_folder_names", "run_summary",
+           "write_index", "write_reports", "write_run_json"]

@@ -17,8 +17,10 @@ from typing import Any
 import jinja2
 import markupsafe
 
+from ..records.training_run import RunSummary
 from ..results import AuditResult
 from ..util.text import strip_controls
+from .training_run import limit_lines, trajectory_charts
 from .view import (
     _num,
     adapter_card,
@@ -58,15 +60,20 @@ def render_html(result: AuditResult) -> str:
         script=_BROWSER_JS, script_hash=_BROWSER_JS_HASH, **parts)
 
 
-def render_index(results: list[AuditResult], folders: list[str]) -> str:
+def render_index(results: list[AuditResult], folders: list[str], run: RunSummary | None = None) -> str:
     """``index.html`` of a multi-adapter audit: one row per adapter with its verdict, nominal label,
-    DriftScore (points), failing rules and a link to its report."""
+    DriftScore (points), failing rules and a link to its report. For a training run (``run``), the checkpoints'
+    step and the run's trajectory first: the last passing and first failing checkpoints, and one inline SVG chart
+    per metric of Δ with its 95% interval over ``global_step`` (:func:`~auditor.reports.training_run.trajectory_charts`)."""
     rows: list[dict[str, Any]] = []
-    for r, folder in zip(results, folders):
+    for k, (r, folder) in enumerate(zip(results, folders)):
         rows.append({"path": r.adapter.path, "verdict": r.verdict.verdict, "label": r.drift.label,
                      "drift": _num(r.drift.drift_score_pts, "+.1f"), "folder": folder,
-                     "href": f"{folder}/report.html", "failing": r.verdict.failing})
+                     "href": f"{folder}/report.html", "failing": r.verdict.failing,
+                     "step": run.checkpoints[k].step if run is not None else None})
     n_fail = sum(row["verdict"] == "fail" for row in rows)
+    charts = trajectory_charts(run, limit_lines(results)) if run is not None else []
     return _ENV.get_template("index.html.j2").render(
         rows=rows, n_fail=n_fail, verdict="fail" if n_fail else "pass",
-        base=results[0].base.name, suite=results[0].suite.name)
+        base=results[0].base.name, suite=results[0].suite.name, run=run, charts=charts,
+        not_audited=[c for c in run.checkpoints if c.verdict == "not_audited"] if run is not None else [])

@@ -23,6 +23,8 @@ from ..util.text import strip_controls
 
 #: JSON Schema (draft 2020-12) of results.json, shipped in the package
 RESULTS_SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "results.schema.json"
+#: JSON Schema of run.json (a training run's checkpoints, :mod:`auditor.reports.training_run`)
+RUN_SCHEMA_PATH = RESULTS_SCHEMA_PATH.with_name("run.schema.json")
 
 
 def results_json(result: AuditResult) -> str:
@@ -38,22 +40,29 @@ def results_json(result: AuditResult) -> str:
 
 
 @functools.cache
-def _results_validator() -> jsonschema.protocols.Validator:
-    schema = json.loads(RESULTS_SCHEMA_PATH.read_text(encoding="utf-8"))
+def _validator(path: Path) -> jsonschema.protocols.Validator:
+    schema = json.loads(path.read_text(encoding="utf-8"))
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
     return cls(schema, format_checker=cls.FORMAT_CHECKER)
 
 
-def schema_error(data: Any) -> str | None:
-    """The first violation of the results.json schema (``auditor/schemas/results.schema.json``)
-    as one line naming its key path, or None when ``data`` is valid."""
-    errors = sorted(_results_validator().iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+def first_schema_error(schema_path: Path, data: Any) -> str | None:
+    """The first violation of the JSON Schema at ``schema_path`` (a shipped one) as ``<key path>: <message>``,
+    or None when ``data`` is valid."""
+    errors = sorted(_validator(schema_path).iter_errors(data),
+                    key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     if not errors:
         return None
     e = errors[0]
-    where = ".".join(map(str, e.absolute_path)) or "top level"
-    return f"does not match the results schema v{RESULTS_SCHEMA_VERSION} at {where}: {strip_controls(e.message)[:160]}"
+    return f"{'.'.join(map(str, e.absolute_path)) or 'top level'}: {strip_controls(e.message)[:160]}"
+
+
+def schema_error(data: Any) -> str | None:
+    """The first violation of the results.json schema (``auditor/schemas/results.schema.json``)
+    as one line naming its key path, or None when ``data`` is valid."""
+    error = first_schema_error(RESULTS_SCHEMA_PATH, data)
+    return None if error is None else f"does not match the results schema v{RESULTS_SCHEMA_VERSION} at {error}"
 
 
 def check_results(path: Path | str, data: Any) -> AuditResult:

@@ -4,12 +4,14 @@ HTML and Markdown reports. Untrusted text loses its control characters and has r
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from ..records import MetricComparison
+from ..records.training_run import RunSummary
 from ..results import AuditResult
 from ..util.text import strip_controls
 from .view import comparison_cells, no_drift_note
@@ -58,3 +60,23 @@ def print_summary(console: Console, result: AuditResult) -> None:
             console.print(f"[{colour}]{t(r.outcome)}[/]: {t(r.rule)}: {t(r.reason)}")
     colour = "green" if v.verdict == "pass" else "red"
     console.print(f"[bold {colour}]verdict: {t(v.verdict).upper()}[/]")
+
+
+def print_run_table(console: Console, run: RunSummary) -> None:
+    """A training run's checkpoints (step × verdict × DriftScore × failing rules), then the last passing and the
+    first failing checkpoint."""
+    tab = Table(title=f"training run {t(run.run_dir)} ({len(run.checkpoints)} checkpoints, step order)",
+                title_justify="left")
+    for col in ("step", "checkpoint", "verdict", "DriftScore", "failing rules"):
+        tab.add_column(col, justify="right" if col in ("step", "DriftScore") else "left")
+    for c in run.checkpoints:
+        colour = {"pass": "green", "fail": "red"}.get(c.verdict, "yellow")
+        tab.add_row(str(c.step), t(Path(c.path).name), f"[{colour}]{t(c.verdict).upper().replace('_', ' ')}[/]",
+                    "—" if c.drift_score_pts is None else f"{c.drift_score_pts:+.1f}",
+                    "; ".join(t(f.rule) for f in c.failing) or ("—" if c.verdict != "not_audited" else "not audited"))
+    console.print(tab)
+    last = "none passes" if run.last_passing is None else f"step {run.last_passing}"
+    console.print(f"[bold]last passing checkpoint:[/] {last}")
+    if run.first_failing is not None:
+        console.print(f"[bold]first failing checkpoint:[/] step {run.first_failing} "
+                      f"({'; '.join(t(f.rule) for f in run.first_failing_rules)})")

@@ -1,0 +1,75 @@
+"""run.json and the run's index.html (issue 31): the shipped run.schema.json is the generator's output, and an
+end-to-end audit of a run folder (real zoo adapters in the Trainer layout) whose run.json agrees with each
+checkpoint's results.json, and whose chart is inline SVG with the text escaped."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from conftest import ROOT, SHARED
+
+from auditor.records import json_schema
+from auditor.reports.results_file import RUN_SCHEMA_PATH, first_schema_error
+
+ZOO = ROOT / "examples" / "zoo"
+
+
+def test_the_shipped_run_schema_is_the_generators_output():
+    assert json_schema.RUN_SCHEMA_PATH == RUN_SCHEMA_PATH
+    assert RUN_SCHEMA_PATH.read_text(encoding="utf-8") == json_schema.run_schema_text(), (
+        "auditor/schemas/run.schema.json is stale: run python -m auditor.records.json_schema --write")
+    assert json_schema.main(["--check"]) == 0
+
+
+def _run_folder(tmp_path):
+    """Real adapters as a Trainer run: a null adapter at step 100, the over-refusal one at step 300
+    (its folder named checkpoint-3, so the step must come from trainer_state.json)."""
+    run = tmp_path / "run <b>"
+    for src, name, step in (("null-selfdistill-a", "checkpoint-100", 100), ("refuse-harmless", "checkpoint-3", 300)):
+        shutil.copytree(ZOO / src, run / name)
+        (run / name / "trainer_state.json").write_text(json.dumps({"global_step": step, "log_history": []}))
+    return run
+
+
+@pytest.mark.slow
+def test_a_run_folder_is_audited_in_step_order(tmp_path, cli, base_model):
+    run = _run_folder(tmp_path)
+    out = tmp_path / "out"
+    proc = cli(run, "--capability", "over_refusal", "--limit", "20", "--budget", "0", "--out", out,
+               "--data-dir", SHARED / "data")
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    data = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    assert first_schema_error(RUN_SCHEMA_PATH, data) is None
+    assert [c["step"] for c in data["checkpoints"]] == [100, 300]
+    verdicts = {}
+    for c in data["checkpoints"]:
+        results = json.loads((out / c["report"] / "results.json").read_text(encoding="utf-8"))
+        assert c["verdict"] == results["verdict"]["verdict"]
+        verdicts[c["step"]] = c["verdict"]
+    passing = [s for s, v in verdicts.items() if v == "pass"]
+    failing = [s for s, v in verdicts.items() if v == "fail"]
+    assert data["last_passing"] == (passing[-1] if passing else None)
+    assert data["first_failing"] == (failing[0] if failing else None)
+    assert verdicts[300] == "fail" and data["first_failing_rules"]
+    assert proc.returncode == (1 if failing else 0)
+    html = (out / "index.html").read_text(encoding="utf-8")
+    assert '<figure class="chart" data-metric="over_refusal.refusal_rate">' in html and "<svg" in html
+    assert "run &lt;b&gt;" in html and "run <b>" not in html
+    assert "<script" not in html and "http" not in html.split("</head>")[1].replace('http://www.w3.org/2000/svg', '')
+    assert "last passing checkpoint" in proc.stderr.lower()
+
+
+@pytest.mark.slow
+def test_stop_at_first_fail_lists_the_rest_as_not_audited(tmp_path, cli, base_model):
+    run = _run_folder(tmp_path)
+    shutil.copytree(ZOO / "null-selfdistill-b", run / "checkpoint-500")
+    out = tmp_path / "out"
+    proc = cli(run, "--checkpoints", "steps:300,500", "--stop-at-first-fail", "--capability", "over_refusal",
+               "--limit", "20", "--budget", "0", "--out", out, "--data-dir", SHARED / "data")
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    data = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    assert [(c["step"], c["verdict"]) for c in data["checkpoints"]] == [(300, "fail"), (500, "not_audited")]
+    assert data["stopped_early"] and data["last_passing"] is None and data["first_failing"] == 300
+    assert not (out / "checkpoint-500").exists()
