@@ -186,10 +186,11 @@ def test_folder_without_adapter_files(cli, tmp_path):
     assert_one_line_error(cli(empty, "--out", tmp_path / "o"), str(empty),
                           "no adapter files in this folder (neither adapter_model.safetensors nor "
                           "adapter_config.json)")
-    write_adapter(tmp_path / "run" / "checkpoint-500", layers=1)
-    assert_one_line_error(cli(tmp_path / "run", "--out", tmp_path / "o"),
-                          "no adapter files in this folder", "its subfolders checkpoint-500 hold adapters: give one "
-                          "of them")
+    # a folder of adapters that are not a training run's checkpoint-N folders (those are audited as a run:
+    # tests/reports/test_training_run.py) is refused with the subfolders named
+    write_adapter(tmp_path / "runs" / "final", layers=1)
+    assert_one_line_error(cli(tmp_path / "runs", "--out", tmp_path / "o"),
+                          "no adapter files in this folder", "its subfolders final hold adapters: give one of them")
 
 
 def test_adapter_over_the_size_limit(cli, tmp_path, monkeypatch):
