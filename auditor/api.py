@@ -198,6 +198,8 @@ def audit_and_report(adapters: tuple[str, ...], opts: AuditOptions, out: Path | 
     """
     from .pipeline import run_audits
     from .reports import run_summary, write_hub_outputs, write_index, write_reports, write_run_json
+    from .reports.hub import written_line
+    from .reports.terminal import t
 
     folders = report_folders(adapters, out, nested=run is not None) if out is not None else []
     targets = hub_outputs_for(adapters, opts, hub, nested=run is not None)
@@ -206,7 +208,7 @@ def audit_and_report(adapters: tuple[str, ...], opts: AuditOptions, out: Path | 
     paths = [write_reports(result, folder) for result, folder in zip(results, folders)]
     if hub is not None:
         for result, target in zip(results, targets):
-            write_hub_outputs(result, target, hub)
+            log(t(written_line(write_hub_outputs(result, target, hub))))
     summary = None if run is None else run_summary(run.run_dir, run.selection, run.checkpoints, results,
                                                    [f.name for f in folders] or [None] * len(adapters))
     if summary is not None and out is not None:

@@ -278,7 +278,7 @@ def report_cmd(results_json: Path, out: Path | None, quiet: bool, as_json: bool,
                eval_results_dataset: str | None, model_card: str | None, overwrite: bool) -> None:
     """Re-render every report from a results.json, and/or write its Hub files, without loading any model."""
     from .reports import ReportRenderError, load_results, render_checklist, report_folder_names, write_reports
-    from .reports.hub import check_hub_outputs, hub_targets, write_hub_outputs
+    from .reports.hub import check_hub_outputs, hub_targets, write_hub_outputs, written_line
 
     hub = HubOutputs(eval_results, eval_results_dataset, model_card, overwrite)
     targets = hub_targets(hub, report_folder_names([str(results_json.resolve().parent)]), nested=False)
@@ -292,11 +292,12 @@ def report_cmd(results_json: Path, out: Path | None, quiet: bool, as_json: bool,
             write_reports(result, out, keep_results=False)
     except ReportRenderError as e:
         raise AuditInputError(results_json, e.fault) from None
-    if hub.wanted:
-        write_hub_outputs(result, targets[0], hub)
+    written = write_hub_outputs(result, targets[0], hub) if hub.wanted else None
     fmt = "json" if as_json else fmt
     if not quiet:
         print_summary(console, result)
+        if written is not None:
+            console.print(_t(written_line(written)))
     if fmt == "json":
         _echo_json(result.to_dict())
     elif fmt == "checklist":

@@ -134,7 +134,7 @@ def check_eval_results(folder: Path, names: list[str], overwrite: bool = False) 
 
 def write_eval_results(result: AuditResult, folder: str | Path, dataset: str, overwrite: bool = False) -> list[Path]:
     """Write ``folder/.eval_results/<metric id>.yaml`` for each metric the audit scored (one entry each, see the
-    module's docstring); ``folder`` mirrors the adapter's Hub repository, so ``hf upload OWNER/ADAPTER folder``
+    module's docstring); ``folder`` mirrors the adapter's Hub repository, so ``hf upload OWNER/ADAPTER folder .``
     puts them where the Hub reads them. Nothing is written unless every file can be (:func:`check_eval_results`).
 
     Args:

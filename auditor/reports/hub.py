@@ -110,6 +110,15 @@ def write_hub_outputs(result: AuditResult, target: tuple[Path | None, Path | Non
     return paths + ([] if card is None else [write_model_card(result, card, hub.overwrite)])
 
 
+def written_line(paths: list[Path]) -> str:
+    """What :func:`write_hub_outputs` wrote, for the log: ``hub files: DIR/.eval_results (N files), CARD``
+    (untrusted paths: the caller escapes the line for its terminal)."""
+    yamls = [p for p in paths if p.suffix == ".yaml"]
+    parts = ([f"{yamls[0].parent} ({len(yamls)} file{'s' * (len(yamls) != 1)})"] if yamls else []) + \
+        [str(p) for p in paths if p not in yamls]
+    return "hub files: " + (", ".join(parts) or "none (no metric was scored)")
+
+
 def hub_click_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """The ``audit run`` and ``audit report`` options that ask for these files (:class:`HubOutputs`' fields:
     ``eval_results``, ``eval_results_dataset``, ``model_card``, ``overwrite``)."""
@@ -119,7 +128,7 @@ def hub_click_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--eval-results", "eval_results", type=click.Path(path_type=Path), default=None, metavar="DIR",
                      help="Also write the Hub's evaluation results: DIR/.eval_results/<metric id>.yaml, the "
                           "adapter's score per metric (the base's and the delta with its interval in notes); several "
-                          "adapters or a run: DIR/<adapter>/.eval_results/. Upload with hf upload OWNER/ADAPTER DIR."),
+                          "adapters or a run: DIR/<adapter>/.eval_results/. Upload with: hf upload OWNER/ADAPTER DIR ."),
         click.option("--eval-results-dataset", "eval_results_dataset", default=None, metavar="OWNER/NAME[@REV]",
                      help="--eval-results: the Hub dataset (registered as a Benchmark, one task per metric id) "
                           "the entries name."),

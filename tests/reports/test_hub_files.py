@@ -196,8 +196,9 @@ def test_audit_report_writes_them_from_results_json(tmp_path, cli):
     proc = cli("report", results, "--eval-results", tmp_path / "hub", "--eval-results-dataset", DATASET)
     assert_one_line_error(proc, "math.numeric_match.yaml: exists; it is not overwritten without --overwrite")
     proc = cli("report", results, "--eval-results", tmp_path / "hub", "--eval-results-dataset", DATASET,
-               "--overwrite", "--quiet")
+               "--overwrite")
     assert proc.returncode == 1, proc.stderr
+    assert f"hub files: {tmp_path / 'hub' / '.eval_results'} (2 files)" in " ".join(proc.stderr.split())
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -251,8 +252,11 @@ def _run(tmp_path) -> Path:
 def test_a_training_run_gets_one_folder_and_card_per_checkpoint(tmp_path, cli, fake_audits):
     run = _run(tmp_path)
     proc = cli(run, "--out", tmp_path / "out", "--eval-results", tmp_path / "hub", "--eval-results-dataset", DATASET,
-               "--model-card", str(run / "{adapter}" / "README.md"), "--quiet", "--capability", "math")
+               "--model-card", str(run / "{adapter}" / "README.md"), "--capability", "math")
     assert proc.returncode == 1, proc.stderr
+    log = " ".join(proc.stderr.split())
+    assert f"hub files: {tmp_path / 'hub' / 'checkpoint-20' / '.eval_results'} (1 file), " \
+           f"{run / 'checkpoint-20' / 'README.md'}" in log
     for step in (10, 20):
         assert list(_entries(tmp_path / "hub" / f"checkpoint-{step}")) == ["math.numeric_match.yaml"]
         assert (run / f"checkpoint-{step}" / "README.md").read_text().startswith(BEGIN)
