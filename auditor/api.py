@@ -20,13 +20,16 @@ import dataclasses
 import difflib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import AuditInputError
 from .inspect.checkpoints import TrainingRun
 from .options import AuditOptions, parse_budget
 from .records.training_run import RunSummary
 from .results import AuditResult
+
+if TYPE_CHECKING:
+    from .reports.hub import HubOutputs
 
 #: the ``audit`` command's option names (click's Python names) that are not :class:`AuditOptions` fields,
 #: each with the fields it sets: ``budget`` (``--budget``, read by :func:`auditor.options.parse_budget`),
@@ -61,7 +64,8 @@ def audit_options(options: AuditOptions | None = None, **keywords: Any) -> Audit
         raise TypeError(f"options must be an auditor.AuditOptions, not {type(options).__name__}")
     unknown = [k for k in keywords if k not in _FIELDS and k not in CLI_NAMES]
     if unknown:
-        known = [*_FIELDS, *CLI_NAMES, "out", "log", "options"]
+        known = [*_FIELDS, *CLI_NAMES, "out", "log", "options", "eval_results", "eval_results_dataset", "model_card",
+                 "overwrite"]
         hints = [f"{k!r}" + (f" (did you mean {', '.join(map(repr, close))}?)"
                              if (close := difflib.get_close_matches(k, known, n=3)) else "") for k in unknown]
         raise TypeError(f"unknown audit option{'s' if len(unknown) > 1 else ''} {', '.join(hints)}; the options "
@@ -146,14 +150,43 @@ def expand_run(adapters: tuple[str, ...], checkpoints: str | None, stop_at_first
     return tuple(str(c.path) for c in run.checkpoints), run
 
 
+def hub_outputs_for(adapters: tuple[str, ...], opts: AuditOptions, hub: HubOutputs | None, nested: bool
+                    ) -> list[tuple[Path | None, Path | None]]:
+    """Each adapter's Hub files (:func:`auditor.reports.hub_targets`: evaluation results folder, model card),
+    checked before any audit: every file a metric of the suite could write (the metric ids read from its
+    manifest, no item loaded). Empty without ``hub`` (or when it asks for none).
+
+    Raises:
+        AuditInputError: options that do not go together, or a target that cannot be written (an existing
+            file without ``overwrite`` included).
+    """
+    from .reports import check_hub_outputs, hub_targets, report_folder_names
+
+    if hub is None:
+        return []
+    if not hub.wanted:
+        hub.check_options()  # --eval-results-dataset or --overwrite alone
+        return []
+    targets = hub_targets(hub, report_folder_names(list(adapters)), nested)
+    metrics: list[str] = []
+    if hub.eval_results is not None:
+        from .scorers import SCORERS
+        from .suite.manifest import manifest_metric_ids
+
+        metrics = manifest_metric_ids(opts.suite, opts.capabilities, scorers=SCORERS)
+    check_hub_outputs(hub, targets, metrics)
+    return targets
+
+
 def audit_and_report(adapters: tuple[str, ...], opts: AuditOptions, out: Path | None, log: Callable[[str], Any],
-                     run: TrainingRun | None = None
+                     run: TrainingRun | None = None, hub: HubOutputs | None = None
                      ) -> tuple[list[AuditResult], list[dict[str, Path]], Path | None, RunSummary | None]:
     """Audit ``adapters`` (one base pass) and, with ``out``, write each one's reports and, for several, the
     index: what :func:`audit_many` and the ``audit`` command share. For a training run (``run``: its selected
     checkpoints are ``adapters``, in step order), each report goes to ``out/checkpoint-N/``, and ``out/run.json``
     and ``out/index.html`` (with the trajectory charts) are written too; ``run.stop_at_first_fail`` ends the run
-    after the first checkpoint that fails.
+    after the first checkpoint that fails. With ``hub``, each adapter's evaluation results and model card section
+    are written too (:func:`hub_outputs_for`: where, checked before the audit starts).
 
     Returns:
         The results in the order given (for a run stopped early, those audited), each one's report files
@@ -164,12 +197,18 @@ def audit_and_report(adapters: tuple[str, ...], opts: AuditOptions, out: Path | 
         AuditInputError: any fault in the inputs, before a verdict.
     """
     from .pipeline import run_audits
-    from .reports import run_summary, write_index, write_reports, write_run_json
+    from .reports import run_summary, write_hub_outputs, write_index, write_reports, write_run_json
+    from .reports.hub import written_line
+    from .reports.terminal import t
 
     folders = report_folders(adapters, out, nested=run is not None) if out is not None else []
+    targets = hub_outputs_for(adapters, opts, hub, nested=run is not None)
     stop = (lambda r: not r.passed) if run is not None and run.stop_at_first_fail else None
     results = run_audits(adapters, opts, log=log, stop_after=stop)
     paths = [write_reports(result, folder) for result, folder in zip(results, folders)]
+    if hub is not None:
+        for result, target in zip(results, targets):
+            log(t(written_line(write_hub_outputs(result, target, hub))))
     summary = None if run is None else run_summary(run.run_dir, run.selection, run.checkpoints, results,
                                                    [f.name for f in folders] or [None] * len(adapters))
     if summary is not None and out is not None:
@@ -181,8 +220,10 @@ def audit_and_report(adapters: tuple[str, ...], opts: AuditOptions, out: Path | 
 
 def audit_many(adapters: list[str] | tuple[str, ...], *, options: AuditOptions | None = None,
                out: str | Path | None = None, log: Callable[[str], Any] | None = None,
-               **keywords: Any) -> list[AuditResult]:
-    """Audit several adapters of one base against one base pass (see :func:`audit`).
+               eval_results: str | Path | None = None, eval_results_dataset: str | None = None,
+               model_card: str | Path | None = None, overwrite: bool = False, **keywords: Any) -> list[AuditResult]:
+    """Audit several adapters of one base against one base pass (see :func:`audit`); each one's Hub files go to
+    ``eval_results/<name>/.eval_results/`` and ``model_card`` with ``{adapter}`` replaced by its name.
 
     Returns:
         One :class:`~auditor.results.AuditResult` per adapter, in the order given.
@@ -191,14 +232,20 @@ def audit_many(adapters: list[str] | tuple[str, ...], *, options: AuditOptions |
         AuditInputError: any fault in the inputs (one line: ``e.one_line()``), before a verdict.
         TypeError: an unknown option name, or one given twice (:func:`audit_options`).
     """
+    from .reports.hub import HubOutputs
+
     opts = audit_options(options, **keywords)
+    hub = HubOutputs(eval_results=None if eval_results is None else Path(eval_results), dataset=eval_results_dataset,
+                     model_card=None if model_card is None else str(model_card), overwrite=overwrite)
     results, _, _, _ = audit_and_report(tuple(str(a) for a in adapters), opts, None if out is None else Path(out),
-                                     plain_log(log, quiet=keywords.get("quiet") is True))
+                                     plain_log(log, quiet=keywords.get("quiet") is True), hub=hub)
     return results
 
 
 def audit(adapter: str | Path, *, options: AuditOptions | None = None, out: str | Path | None = None,
-          log: Callable[[str], Any] | None = None, **keywords: Any) -> AuditResult:
+          log: Callable[[str], Any] | None = None, eval_results: str | Path | None = None,
+          eval_results_dataset: str | None = None, model_card: str | Path | None = None, overwrite: bool = False,
+          **keywords: Any) -> AuditResult:
     """Audit one adapter against its base model and a policy.
 
     Args:
@@ -210,6 +257,13 @@ def audit(adapter: str | Path, *, options: AuditOptions | None = None, out: str 
             results.sarif, checklist.md); None writes nothing.
         log: called with each progress line as plain text (``log=print`` prints them); None prints
             nothing.
+        eval_results: a folder for the Hugging Face Hub's evaluation results: ``.eval_results/<metric id>.yaml``
+            in it, the adapter's score per metric with the base's and Δ in ``notes``
+            (:mod:`auditor.reports.eval_results`); needs ``eval_results_dataset``.
+        eval_results_dataset: ``owner/name[@revision]``, the Hub dataset (a registered Benchmark) they name.
+        model_card: a model card file for the "Audit against the base" section (:mod:`auditor.reports.model_card`).
+        overwrite: replace existing evaluation results files and the section of an existing model card (the rest
+            of the card kept byte for byte); without it an existing file is refused before the audit.
         **keywords: the command's options under their Python names, over ``options`` where both give
             one (:func:`audit_options`): :class:`~auditor.options.AuditOptions` fields, e.g.
             ``suite="smoke"``, ``policy="policies/default.yaml"``, ``label="math"``,
@@ -232,4 +286,6 @@ def audit(adapter: str | Path, *, options: AuditOptions | None = None, out: str 
         TypeError: an unknown option name (the message lists the closest known ones), or a command's
             name given with a field it sets (``budget`` and ``budget_items``).
     """
-    return audit_many([str(adapter)], options=options, out=out, log=log, **keywords)[0]
+    return audit_many([str(adapter)], options=options, out=out, log=log, eval_results=eval_results,
+                      eval_results_dataset=eval_results_dataset, model_card=model_card, overwrite=overwrite,
+                      **keywords)[0]

@@ -16,6 +16,7 @@ from rich.console import Console
 
 from .backends import BACKENDS
 from .errors import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, EXIT_PASS, EXIT_POLICY_FAIL, AuditInputError
+from .reports.hub import HubOutputs, hub_click_options
 from .reports.terminal import print_run_table, print_summary
 from .reports.terminal import t as _t
 from .util.text import strip_controls
@@ -187,6 +188,7 @@ class _BatchSize(click.ParamType):
 @click.option("--stop-at-first-fail", is_flag=True,
               help="A training run folder: end the run after the first checkpoint that fails (the later ones are "
                    "listed as not audited).")
+@hub_click_options
 def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, suite: str, label: str | None, limit: int | None,
             capabilities: tuple[str, ...], out: Path, batch_size: int | str, batching: str, noise_floor: bool,
             no_cache: bool,
@@ -194,7 +196,9 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
             dtype: str, vllm_args: tuple[str, ...], endpoint: str | None, served_base: str | None,
             served_adapters: tuple[str, ...], concurrency: int, allow_bin: bool,
             max_adapter_size: str | None, budget: tuple[int | None, float | None, int | None], chat_template: str,
-            chat_template_args: tuple[str, ...], checkpoints: str | None, stop_at_first_fail: bool) -> None:
+            chat_template_args: tuple[str, ...], checkpoints: str | None, stop_at_first_fail: bool,
+            eval_results: Path | None, eval_results_dataset: str | None, model_card: str | None,
+            overwrite: bool) -> None:
     """Audit ADAPTERS (PEFT adapter folders, their adapter_model.safetensors, or hub ids owner/name[@revision][:path/in/repo]).
 
     Several adapters of the same base are audited against one base pass; each
@@ -227,7 +231,8 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
         os.environ["TQDM_DISABLE"] = "1"
     # log lines carry markup of ours around escaped untrusted text; control characters go either way
     say = (lambda m: None) if quiet else (lambda m: console.print(strip_controls(m)))
-    all_results, written, index, summary = audit_and_report(adapters, opts, out, say, run)
+    hub = HubOutputs(eval_results, eval_results_dataset, model_card, overwrite)
+    all_results, written, index, summary = audit_and_report(adapters, opts, out, say, run, hub)
     for result, paths in zip(all_results, written):
         if fmt == "checklist":
             click.echo(paths["checklist.md"].read_text(encoding="utf-8"), nl=False)
@@ -262,23 +267,37 @@ def _echo_json(obj: object) -> None:
 
 @cli.command("report")
 @click.argument("results_json", type=click.Path(path_type=Path))
-@click.option("--out", "out", type=click.Path(path_type=Path), required=True, help="Folder to write the reports to.")
+@click.option("--out", "out", type=click.Path(path_type=Path), default=None,
+              help="Folder to write the reports to (needed unless --eval-results or --model-card is given).")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON on stdout.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "checklist"]), default="table",
               show_default=True, help="What to print: the summary table (stderr), JSON or a release checklist (stdout).")
-def report_cmd(results_json: Path, out: Path, quiet: bool, as_json: bool, fmt: str) -> None:
-    """Re-render every report from a results.json, without loading any model."""
-    from .reports import ReportRenderError, load_results, render_checklist, write_reports
+@hub_click_options
+def report_cmd(results_json: Path, out: Path | None, quiet: bool, as_json: bool, fmt: str, eval_results: Path | None,
+               eval_results_dataset: str | None, model_card: str | None, overwrite: bool) -> None:
+    """Re-render every report from a results.json, and/or write its Hub files, without loading any model."""
+    from .reports import ReportRenderError, load_results, render_checklist, report_folder_names, write_reports
+    from .reports.hub import check_hub_outputs, hub_targets, write_hub_outputs, written_line
 
+    hub = HubOutputs(eval_results, eval_results_dataset, model_card, overwrite)
+    targets = hub_targets(hub, report_folder_names([str(results_json.resolve().parent)]), nested=False)
+    if out is None and not hub.wanted:
+        raise click.UsageError("give --out DIR (the reports), --eval-results DIR or --model-card FILE")
     result = load_results(results_json)
+    if hub.wanted:  # every file checked before any is written
+        check_hub_outputs(hub, targets, [c.metric for c in result.comparisons])
     try:
-        write_reports(result, out, keep_results=False)
+        if out is not None:
+            write_reports(result, out, keep_results=False)
     except ReportRenderError as e:
         raise AuditInputError(results_json, e.fault) from None
+    written = write_hub_outputs(result, targets[0], hub) if hub.wanted else None
     fmt = "json" if as_json else fmt
     if not quiet:
         print_summary(console, result)
+        if written is not None:
+            console.print(_t(written_line(written)))
     if fmt == "json":
         _echo_json(result.to_dict())
     elif fmt == "checklist":

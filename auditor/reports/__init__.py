@@ -4,7 +4,9 @@
 * :mod:`.html`: report.html and index.html; :mod:`.markdown`: summary.md and checklist.md;
   :mod:`.junit`: junit.xml; :mod:`.sarif`: results.sarif;
 * :mod:`.results_file`: results.json written and read back (schema-checked, then typed);
-* :mod:`.terminal`: the summary table on stderr.
+* :mod:`.terminal`: the summary table on stderr;
+* :mod:`.eval_results`: the Hugging Face Hub's ``.eval_results/*.yaml``; :mod:`.model_card`: the "Audit against
+  the base" section of a model card; :mod:`.hub`: where they go for each adapter.
 
 ``audit report results.json --out DIR`` re-renders every output without a model. Model output is
 untrusted text: the HTML is rendered by jinja2 with autoescape on, Markdown cells are escaped, and
@@ -14,7 +16,6 @@ XML is written by ElementTree (which escapes).
 from __future__ import annotations
 
 import re
-import tempfile
 from pathlib import Path
 
 import jinja2
@@ -22,10 +23,13 @@ import jinja2
 from ..errors import AuditInputError
 from ..records.training_run import RunSummary
 from ..results import AuditResult
-from ..util.files import atomic_write
+from ..util.files import check_writable_folder, write_text_file
+from .eval_results import write_eval_results
 from .html import render_html, render_index
+from .hub import HubOutputs, check_hub_outputs, hub_targets, write_hub_outputs
 from .junit import render_junit
 from .markdown import render_checklist, render_summary_md
+from .model_card import write_model_card
 from .results_file import load_results, results_json
 from .sarif import render_sarif
 from .training_run import run_json, run_summary
@@ -38,13 +42,6 @@ class ReportRenderError(AuditInputError):
 
     def __init__(self, fault: str) -> None:
         super().__init__("results", fault)
-
-
-def _write(path: Path, text: str) -> None:
-    try:
-        atomic_write(path, text.encode("utf-8"), mode=0o644)  # reports are meant to be shared
-    except OSError as e:
-        raise AuditInputError(path, f"cannot be written ({e.strerror or type(e).__name__})") from None
 
 
 def write_reports(result: AuditResult, out: Path, keep_results: bool = True) -> dict[str, Path]:
@@ -80,11 +77,11 @@ def write_reports(result: AuditResult, out: Path, keep_results: bool = True) -> 
             # an audit's results are never lost: results.json alone, no stale report beside it
             for name in REPORT_FILES:
                 (out / name).unlink(missing_ok=True)
-            _write(out / "results.json", text)
+            write_text_file(out / "results.json", text)
         raise ReportRenderError(f"incomplete or invalid results data ({type(e).__name__}: {e})") from None
     paths = {}
     for name, body in rendered.items():
-        _write(out / name, body)
+        write_text_file(out / name, body)
         paths[name] = out / name
     return paths
 
@@ -106,7 +103,7 @@ def report_folder_names(paths: list[str]) -> list[str]:
 def write_index(results: list[AuditResult], folders: list[str], out: Path, run: RunSummary | None = None) -> Path:
     """Write ``index.html`` for a multi-adapter audit or a training run's (``run``: its trajectory charts on top;
     :func:`auditor.reports.html.render_index`)."""
-    _write(out / "index.html", render_index(results, folders, run))
+    write_text_file(out / "index.html", render_index(results, folders, run))
     return out / "index.html"
 
 
@@ -117,7 +114,7 @@ def write_run_json(summary: RunSummary, out: Path) -> Path:
     Raises:
         AuditInputError: ``out`` cannot be written.
     """
-    _write(out / "run.json", run_json(summary))
+    write_text_file(out / "run.json", run_json(summary))
     return out / "run.json"
 
 
@@ -128,22 +125,13 @@ def check_out_dir(out: Path) -> None:
         AuditInputError: ``out`` (or a parent) is a file, a report name in it is a
             folder, or the folder cannot be created or written.
     """
-    for p in (out, *out.parents):
-        if p.exists() and not p.is_dir():
-            raise AuditInputError(p, "--out must be a folder, but this is a file")
+    check_writable_folder(out, "--out")  # now rather than after a long audit; creates nothing
     for name in REPORT_FILES:
         if (out / name).is_dir():
             raise AuditInputError(out / name, "is a folder; the report file cannot be written")
-    # write a probe file into the nearest folder that exists, now rather than after a long
-    # audit (creating nothing: an audit refused for bad input leaves no empty --out behind)
-    here = next((p for p in (out, *out.parents) if p.exists()), Path("."))
-    try:
-        with tempfile.NamedTemporaryFile(dir=here, prefix=".auditor-write-check-"):
-            pass
-    except OSError as e:
-        raise AuditInputError(out, f"--out cannot be written in {here} ({e.strerror or type(e).__name__})") from None
 
 
-__all__ = ["REPORT_FILES", "ReportRenderError", "check_out_dir", "load_results", "render_checklist", "render_html",
-           "render_junit", "render_sarif", "render_summary_md", "report_folder_names", "run_summary",
-           "write_index", "write_reports", "write_run_json"]
+__all__ = ["REPORT_FILES", "HubOutputs", "ReportRenderError", "check_hub_outputs", "check_out_dir", "hub_targets",
+           "load_results", "render_checklist", "render_html", "render_junit", "render_sarif", "render_summary_md",
+           "report_folder_names", "run_summary", "write_eval_results", "write_hub_outputs", "write_index",
+           "write_model_card", "write_reports", "write_run_json"]

@@ -58,20 +58,12 @@ def render_summary_md(result: AuditResult, report_name: str = "report.html") -> 
         budget = result.run.budget
         lines += [f"Rounds: {len(rounds)} (undecided rules bought {added}; {budget.used_items if budget else 0} of "
                   f"{budget.items if budget else 0} budget items).", ""]
-    lines += _comparison_table(result.comparisons)
+    lines += md_comparison_table(result.comparisons)
     if result.baseline:
         lines += ["", f"**Against the previous release** {md(Path(result.baseline.adapter.path).name)} "
                       "(`--baseline`)", ""]
-        lines += _comparison_table(result.baseline.comparisons, "previous", "candidate")
-    d = result.drift
-    if d.drift_score_pts is not None:
-        lines += ["", f"Nominal label **{md(d.label)}**: TargetGain {d.target_gain_pts:+.1f}, "
-                      f"OffTargetGain {d.off_target_gain_pts:+.1f}, DriftScore {d.drift_score_pts:+.1f} points"
-                      + (f" ({100 * d.confidence:.0f}% CI [{d.ci_low_pts:+.1f}, {d.ci_high_pts:+.1f}])"
-                         if d.ci_low_pts is not None else "")
-                      + (" (label mismatch)" if d.mismatch else "")]
-    elif (why := no_drift_note(d, result.verdict.rules)) is not None:
-        lines += ["", f"Nominal label **{md(d.label)}**: no DriftScore: {md(why)}"]
+        lines += md_comparison_table(result.baseline.comparisons, "previous", "candidate")
+    lines += md_drift_lines(result)
     lines += ["", "Δ: adapter − base, in points for rates. CI: paired bootstrap. p: exact McNemar for pass/fail "
                   "items, Wilcoxon signed-rank otherwise, permutation for context gaps."]
     lines += ["", f"Full report: {md(report_name)} (with every item's base and adapter output)"]
@@ -82,7 +74,24 @@ def render_summary_md(result: AuditResult, report_name: str = "report.html") -> 
     return text
 
 
-def _comparison_table(comparisons: Sequence[MetricComparison], left: str = "base", right: str = "adapter") -> list[str]:
+def md_drift_lines(result: AuditResult) -> list[str]:
+    """A blank line and the nominal label's line: TargetGain, OffTargetGain and DriftScore in points with its
+    interval (and "label mismatch"), or why there is no DriftScore; nothing when neither applies."""
+    d = result.drift
+    if d.drift_score_pts is not None:
+        return ["", f"Nominal label **{md(d.label)}**: TargetGain {d.target_gain_pts:+.1f}, "
+                    f"OffTargetGain {d.off_target_gain_pts:+.1f}, DriftScore {d.drift_score_pts:+.1f} points"
+                    + (f" ({100 * d.confidence:.0f}% CI [{d.ci_low_pts:+.1f}, {d.ci_high_pts:+.1f}])"
+                       if d.ci_low_pts is not None else "")
+                    + (" (label mismatch)" if d.mismatch else "")]
+    if (why := no_drift_note(d, result.verdict.rules)) is not None:
+        return ["", f"Nominal label **{md(d.label)}**: no DriftScore: {md(why)}"]
+    return []
+
+
+def md_comparison_table(comparisons: Sequence[MetricComparison], left: str = "base", right: str = "adapter") -> list[str]:
+    """The Markdown table of ``comparisons`` (one row per metric: base, adapter, Δ in points for rates, its
+    interval, p, discordant items), as lines; untrusted names escaped (:func:`md`)."""
     conf = comparisons[0].confidence if comparisons else 0.95
     lines = [f"| group | metric | {left} | {right} | Δ | {100 * conf:.0f}% CI | p | {left}-only / {right}-only |",
              "|---|---|---:|---:|---:|---:|---:|---:|"]

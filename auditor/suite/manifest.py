@@ -226,6 +226,35 @@ def manifest_specs(path: Path, scorers: ScorerCatalogue | None = None) -> list[C
     return _specs(path, _load_yaml(path), scorers)
 
 
+def manifest_path(name_or_path: str) -> Path:
+    """The manifest file of a suite preset name (``smoke``: ``auditor/suites/smoke.yaml``) or path.
+
+    Raises:
+        AuditInputError: an unknown preset, or no file at the path.
+    """
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = SUITES_DIR / f"{name_or_path}.yaml"
+        if not path.is_file():
+            known = sorted(p.stem for p in SUITES_DIR.glob("*.yaml"))
+            raise AuditInputError("--suite", f"unknown suite {name_or_path!r}; known presets: {known}")
+    if not path.is_file():
+        raise AuditInputError(path, "suite manifest not found")
+    return path
+
+
+def manifest_metric_ids(name_or_path: str, only: tuple[str, ...] = (), *, scorers: ScorerCatalogue) -> list[str]:
+    """The metric ids (``<capability>.<metric>``) a suite's capabilities report (``only``: these capabilities),
+    read from its manifest alone: no item is loaded, no benchmark fetched.
+
+    Raises:
+        AuditInputError: as :func:`load_suite` for the manifest itself.
+    """
+    path = manifest_path(name_or_path)
+    return [f"{c.name}.{m.name}" for c in manifest_specs(path, scorers) if not only or c.name in only
+            for m in _metrics(scorers, c.scorer)]
+
+
 def load_suite(name_or_path: str, limit: int | None = None, only: tuple[str, ...] = (),
                data_dir: str | Path | None = None, *, scorers: ScorerCatalogue) -> Suite:
     """Load a suite preset by name (``smoke``, ``fast``, ``full``) or from a manifest path.
@@ -246,14 +275,7 @@ def load_suite(name_or_path: str, limit: int | None = None, only: tuple[str, ...
             missing item file, a bad JSONL line (names the line), a bad
             benchmark file, or benchmark data that cannot be found.
     """
-    path = Path(name_or_path)
-    if not path.suffix:
-        path = SUITES_DIR / f"{name_or_path}.yaml"
-        if not path.is_file():
-            known = sorted(p.stem for p in SUITES_DIR.glob("*.yaml"))
-            raise AuditInputError("--suite", f"unknown suite {name_or_path!r}; known presets: {known}")
-    if not path.is_file():
-        raise AuditInputError(path, "suite manifest not found")
+    path = manifest_path(name_or_path)
     manifest = _load_yaml(path)
     specs = _specs(path, manifest, scorers)
     names = [c.name for c in specs]

@@ -58,6 +58,43 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
         raise
 
 
+def check_writable_folder(folder: Path, option: str) -> None:
+    """Refuse, before any work is done, a folder that cannot hold the files an option asks for: it (or a
+    parent) is a file, or the nearest folder that exists refuses a new file. Creates nothing (a probe file
+    is written and removed in that nearest folder), so a run refused for bad input leaves no empty folder.
+
+    Args:
+        folder: the folder the files will go to (created later, when it does not exist yet).
+        option: the option that named it (``--out``, ``--eval-results``), for the message.
+
+    Raises:
+        AuditInputError: naming the path at fault and ``option``.
+    """
+    for p in (folder, *folder.parents):
+        if p.exists() and not p.is_dir():
+            raise AuditInputError(p, f"{option} must be a folder, but this is a file")
+    here = next((p for p in (folder, *folder.parents) if p.exists()), Path("."))
+    try:
+        with tempfile.NamedTemporaryFile(dir=here, prefix=".auditor-write-check-"):
+            pass
+    except OSError as e:
+        raise AuditInputError(folder, f"{option} cannot be written in {here} ({e.strerror or type(e).__name__})"
+                              ) from None
+
+
+def write_text_file(path: Path, text: str, mode: int = 0o644) -> None:
+    """Write ``text`` as UTF-8 to ``path`` through :func:`atomic_write` (its folders created); ``mode``: the
+    file's permissions (0644 by default: reports are meant to be shared).
+
+    Raises:
+        AuditInputError: the file cannot be written (naming it and the system's reason).
+    """
+    try:
+        atomic_write(path, text.encode("utf-8"), mode=mode)
+    except OSError as e:
+        raise AuditInputError(path, f"cannot be written ({e.strerror or type(e).__name__})") from None
+
+
 @contextmanager
 def atomic_dir(final: Path) -> Iterator[Path | None]:
     """Build a directory atomically.

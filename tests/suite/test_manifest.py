@@ -9,7 +9,7 @@ import pytest
 
 from auditor.errors import AuditInputError
 from auditor.scorers import SCORERS
-from auditor.suite.manifest import load_suite
+from auditor.suite.manifest import load_suite, manifest_metric_ids
 from auditor.suite.plan import plan_requests
 
 
@@ -181,3 +181,14 @@ def test_prompt_template_fills_plain_names_only(tmp_path, template, needle):
     with pytest.raises(AuditInputError, match=re.escape(needle)) as e:
         load_suite(str(m), scorers=SCORERS)
     assert e.value.path == str(m)
+
+
+def test_the_metric_ids_of_a_suite_come_from_its_manifest_alone():
+    """What ``--eval-results`` checks before an audit (no item loaded): every metric id of the suite's
+    capabilities, or of those ``--capability`` keeps; an unknown preset is the suite's one-line error."""
+    assert manifest_metric_ids("smoke", ("math", "ifeval"), scorers=SCORERS) == [
+        "math.numeric_match", "ifeval.prompt_level_strict_acc", "ifeval.inst_level_strict_acc",
+        "ifeval.prompt_level_loose_acc", "ifeval.inst_level_loose_acc"]
+    assert manifest_metric_ids("smoke", scorers=SCORERS) == list(load_suite("smoke", limit=1, scorers=SCORERS).all_metrics)
+    with pytest.raises(AuditInputError, match="unknown suite 'nope'"):
+        manifest_metric_ids("nope", scorers=SCORERS)
