@@ -10,6 +10,7 @@ charts are geometry only (numbers and the metric ids, escaped by the template): 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -49,7 +50,8 @@ def run_summary(run_dir: str, selection: str, checkpoints: Sequence[Checkpoint],
             step=ck.step, step_source=ck.step_source, path=str(ck.path), report=reports[k] if r is not None else None,
             verdict="not_audited" if r is None else r.verdict.verdict,
             drift_score_pts=None if r is None else r.drift.drift_score_pts,
-            deltas=() if r is None else tuple(_delta(c) for c in r.comparisons),
+            # a metric no item of this checkpoint's audit scored (NaN) has no point on the chart
+            deltas=() if r is None else tuple(_delta(c) for c in r.comparisons if not math.isnan(c.delta)),
             failing=() if r is None else _failing(r.verdict.rules)))
     passing = [c for c in rows if c.verdict == "pass"]
     failing = [c for c in rows if c.verdict == "fail"]

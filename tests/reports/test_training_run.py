@@ -5,6 +5,7 @@ checkpoint's results.json, and whose chart is inline SVG with the text escaped."
 from __future__ import annotations
 
 import json
+import math
 import shutil
 
 import pytest
@@ -73,3 +74,20 @@ def test_stop_at_first_fail_lists_the_rest_as_not_audited(tmp_path, cli, base_mo
     assert [(c["step"], c["verdict"]) for c in data["checkpoints"]] == [(300, "fail"), (500, "not_audited")]
     assert data["stopped_early"] and data["last_passing"] is None and data["first_failing"] == 300
     assert not (out / "checkpoint-500").exists()
+
+
+def test_a_metric_no_item_scored_has_no_point_and_run_json_stays_valid(tmp_path):
+    """A checkpoint whose audit has a metric no item scored (NaN: e.g. a --limit that leaves a capability empty)
+    gets no point for it; run.json is still schema-valid (it used to fail its own schema check, exit 3)."""
+    from test_hub_files import _result
+
+    from auditor.inspect.checkpoints import Checkpoint
+    from auditor.reports.training_run import run_json, run_summary
+
+    result = _result(unscored=True)
+    assert any(math.isnan(c.delta) for c in result.comparisons)
+    ck = Checkpoint(step=10, path=tmp_path / "checkpoint-10", step_source="folder name")
+    summary = run_summary(str(tmp_path), "all", [ck], [result], ["checkpoint-10"])
+    assert [d.metric for d in summary.checkpoints[0].deltas] == [c.metric for c in result.comparisons
+                                                                 if not math.isnan(c.delta)]
+    assert first_schema_error(RUN_SCHEMA_PATH, json.loads(run_json(summary))) is None
