@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from transformers import TrainerCallback
 
+from ..reports import REPORT_FILES
 from .process import LOG_NAME, audit_args, audit_command, audit_env, run_audit
 
 logger = logging.getLogger(__name__)
@@ -186,6 +187,8 @@ class AuditCallback(TrainerCallback):
             checkpoint = found = find_checkpoint(args.output_dir, step)
             out = found / "audit"
             out.mkdir(exist_ok=True)
+            for name in (*REPORT_FILES, LOG_NAME):  # an earlier run's audit of a checkpoint of the same name
+                (out / name).unlink(missing_ok=True)
             outcome = run_audit(audit_command(checkpoint, out, self.args), out / LOG_NAME, audit_env(self.env),
                                 self._timeout(args))
             if outcome.error is not None:

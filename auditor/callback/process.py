@@ -187,7 +187,7 @@ def last_error_line(log: Path) -> str:
 
 
 def run_audit(command: list[str], log: Path, env: Mapping[str, str], timeout_s: float | None) -> ProcessOutcome:
-    """Run ``command`` to its end (the caller waits), its stdout and stderr appended to ``log`` after the command
+    """Run ``command`` to its end (the caller waits), its stdout and stderr written to ``log`` after the command
     line itself; at ``timeout_s`` seconds its session is ended (:func:`_stop`). A KeyboardInterrupt in the caller
     ends the process too, and is raised again.
 
@@ -195,7 +195,7 @@ def run_audit(command: list[str], log: Path, env: Mapping[str, str], timeout_s: 
         OSError: the log cannot be written or the process cannot start.
     """
     t0 = time.monotonic()
-    with open(log, "a", encoding="utf-8") as f:
+    with open(log, "w", encoding="utf-8") as f:
         f.write(f"$ {shlex.join(command)}\n")
         f.flush()
         proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT,

@@ -13,6 +13,7 @@ import hashlib
 import json
 import logging
 import os
+from pathlib import Path
 
 import pytest
 from test_model_families import _tiny_family
@@ -279,3 +280,58 @@ def test_stop_on_fail_stops_every_process_of_a_distributed_run(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     assert ranks == [{"stops": [False, True], "calls": [1, 2]}, {"stops": [False, True], "calls": []}]
+
+
+def test_an_earlier_runs_reports_in_the_audit_folder_are_not_left_beside_a_new_audit(tmp_path):
+    """A run that saves into an output_dir an earlier run audited: the old reports go before the audit starts (an
+    audit without a verdict then leaves its log alone there); what else the folder holds stays. The checkpoint here
+    holds no adapter (a full fine-tune's, say): the audit's one line says so."""
+    from types import SimpleNamespace
+
+    audit = tmp_path / "checkpoint-7" / "audit"
+    audit.mkdir(parents=True)
+    for name in ("results.json", "report.html", "audit.log", "notes.txt"):
+        (audit / name).write_text("old", encoding="utf-8")
+    cb = AuditCallback(budget=0)
+    record = cb.audit_checkpoint(SimpleNamespace(output_dir=str(tmp_path), world_size=1), _state(7))
+    assert record.error.startswith("exit code 2: error: ") and "no adapter files in this folder" in record.error
+    assert sorted(p.name for p in audit.iterdir()) == ["audit.log", "notes.txt"]
+    assert (audit / "audit.log").read_text(encoding="utf-8").startswith("$ ")
+
+
+@pytest.mark.slow
+def test_the_training_run_example_audits_each_checkpoint_on_the_embedded_base(tmp_path, capsys, base_model):
+    """examples/training_run/train_run.py --audit: the zoo's over-refusal recipe trained by a real Trainer on the
+    embedded SmolLM2, each checkpoint audited on the smoke suite's over-refusal items as it is saved, the figures in
+    TensorBoard, the run ended at the first checkpoint that fails (the later ones refuse more)."""
+    import sys
+
+    from conftest import ROOT
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    sys.path.insert(0, str(ROOT / "examples" / "training_run"))
+    import train_run
+
+    out = tmp_path / "run"
+    assert train_run.main([str(out), "--steps", "20", "--save-steps", "10", "--audit", "--audit-capability",
+                           "over_refusal", "--audit-limit", "20", "--audit-budget", "0", "--stop-on-fail",
+                           "--report-to", "tensorboard"]) == 0
+    printed = capsys.readouterr().out
+    steps = sorted(int(p.name.split("-")[1]) for p in out.glob("checkpoint-*"))
+    audits = {s: json.loads((out / f"checkpoint-{s}" / "audit" / "results.json").read_text(encoding="utf-8"))
+              for s in steps}
+    verdicts = {s: r["verdict"]["verdict"] for s, r in audits.items()}
+    assert steps[0] == 10 and set(verdicts.values()) <= {"pass", "fail"}, printed
+    # stop_on="fail": no checkpoint after the first that fails
+    assert "fail" not in [verdicts[s] for s in steps[:-1]]
+    assert steps[-1] == 20 or verdicts[steps[-1]] == "fail"
+    for s, r in audits.items():
+        assert f"audit of step {s}: {verdicts[s]}" in printed
+        assert Path(r["adapter"]["declared_base"]).resolve() == Path(base_model.path).resolve()
+        assert {it["capability"] for it in r["items"]} == {"over_refusal"} and len(r["items"]) == 20
+        assert (out / "audits" / f"checkpoint-{s}.json").is_file()
+    acc = EventAccumulator(str(next((out / "runs").rglob("events.out.tfevents.*")).parent))
+    acc.Reload()
+    logged = {e.step: e.value for e in acc.Scalars("train/audit/verdict_pass")}
+    assert logged == {s: float(v == "pass") for s, v in verdicts.items()}
+    assert [e.step for e in acc.Scalars("train/audit/over_refusal.refusal_rate/delta_pts")] == steps
