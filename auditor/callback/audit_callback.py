@@ -36,7 +36,8 @@ class CheckpointAudit:
         drift_score_pts: DriftScore in points (None: no label, or no verdict).
         failing: the failing rules' names.
         results: the audit's results.json in the checkpoint (``checkpoint-N/audit/results.json``), or None.
-        copy: its copy beside the checkpoints (``output_dir/audits/checkpoint-N.json``), or None.
+        copy: its copy beside the checkpoints (``output_dir/audits/checkpoint-N.json``), or None (``keep_copy=False``,
+            or the copy could not be written).
         error: why there is no verdict (the audit's one-line error, its exit code, the time limit), or None.
         seconds: wall-clock seconds the training waited for it.
     """
@@ -196,11 +197,6 @@ class AuditCallback(TrainerCallback):
             from ..reports.results_file import load_results
 
             result = load_results(out / "results.json")
-            copy = None
-            if self.keep_copy:
-                copy = found.parent / "audits" / f"{found.name}.json"
-                copy.parent.mkdir(exist_ok=True)
-                shutil.copyfile(out / "results.json", copy)
         except Exception as e:  # an audit never takes the training run down
             why = " ".join(str(e).split()) or type(e).__name__
             record = CheckpointAudit(step=step, checkpoint=checkpoint, verdict=None, error=why,
@@ -209,6 +205,7 @@ class AuditCallback(TrainerCallback):
                            checkpoint or f"checkpoint-{step}", step, why)
             self._record(state, record, {f"{self.prefix}error": 1.0, f"{self.prefix}seconds": record.seconds})
             return record
+        copy = self._copy(out / "results.json", found.parent / "audits" / f"{found.name}.json")
         record = CheckpointAudit(step=step, checkpoint=found, verdict=result.verdict.verdict,
                                  drift_score_pts=result.drift.drift_score_pts,
                                  failing=tuple(r.rule for r in result.verdict.failing), results=out / "results.json",
@@ -222,6 +219,19 @@ class AuditCallback(TrainerCallback):
                    f"{self.prefix}seconds": record.seconds}
         self._record(state, record, metrics)
         return record
+
+    def _copy(self, results: Path, copy: Path) -> Path | None:
+        """``results`` copied to ``copy`` (with :attr:`keep_copy`; None without); a copy that cannot be written is
+        a warning (the audit's verdict stands: its results.json is in the checkpoint)."""
+        if not self.keep_copy:
+            return None
+        try:
+            copy.parent.mkdir(exist_ok=True)
+            shutil.copyfile(results, copy)
+            return copy
+        except OSError as e:
+            logger.warning("AuditCallback: %s could not be copied to %s: %s", results, copy, e)
+            return None
 
     def _record(self, state: Any, record: CheckpointAudit, metrics: dict[str, float]) -> None:
         """Add ``record`` to :attr:`audits` and log ``metrics`` at the save's step: through ``trainer.log`` (every

@@ -335,3 +335,15 @@ def test_the_training_run_example_audits_each_checkpoint_on_the_embedded_base(tm
     logged = {e.step: e.value for e in acc.Scalars("train/audit/verdict_pass")}
     assert logged == {s: float(v == "pass") for s, v in verdicts.items()}
     assert [e.step for e in acc.Scalars("train/audit/over_refusal.refusal_rate/delta_pts")] == steps
+
+
+def test_a_copy_that_cannot_be_written_is_a_warning(tmp_path, caplog):
+    results = tmp_path / "results.json"
+    results.write_text("{}", encoding="utf-8")
+    (tmp_path / "audits").write_text("a file where the folder goes", encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="auditor.callback"):
+        assert AuditCallback()._copy(results, tmp_path / "audits" / "checkpoint-2.json") is None
+    assert "could not be copied" in caplog.text
+    assert AuditCallback(keep_copy=False)._copy(results, tmp_path / "elsewhere.json") is None
+    assert not (tmp_path / "elsewhere.json").exists()
+    assert AuditCallback()._copy(results, tmp_path / "ok" / "checkpoint-2.json") == tmp_path / "ok" / "checkpoint-2.json"
