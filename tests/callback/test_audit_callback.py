@@ -347,3 +347,9 @@ def test_a_copy_that_cannot_be_written_is_a_warning(tmp_path, caplog):
     assert AuditCallback(keep_copy=False)._copy(results, tmp_path / "elsewhere.json") is None
     assert not (tmp_path / "elsewhere.json").exists()
     assert AuditCallback()._copy(results, tmp_path / "ok" / "checkpoint-2.json") == tmp_path / "ok" / "checkpoint-2.json"
+
+
+def test_the_package_root_gives_the_callback():
+    import auditor
+
+    assert auditor.AuditCallback is AuditCallback and "AuditCallback" in auditor.__all__
