@@ -10,7 +10,8 @@ before any model loads) → :mod:`auditor.suite` (manifests, items, benchmarks, 
 (statistics, comparisons, DriftScore) → :mod:`auditor.policy` (the rules, the verdict) →
 :mod:`auditor.reports`. :mod:`auditor.pipeline` runs them in order; :mod:`auditor.records` and
 :mod:`auditor.results` are the typed records between them; :mod:`auditor.cli` is the command line,
-:mod:`auditor.ci` the GitHub Action's steps, :mod:`auditor.util` leaf utilities.
+:mod:`auditor.ci` the GitHub Action's steps, :mod:`auditor.callback` the trainer callback (an audit of
+each checkpoint a transformers ``Trainer`` saves), :mod:`auditor.util` leaf utilities.
 
 Importing this package imports nothing but its version constant (:mod:`auditor.util.version`, a leaf:
 the GitHub Action reads it before installing anything); the API is loaded on first use.
@@ -18,7 +19,7 @@ the GitHub Action reads it before installing anything); the API is loaded on fir
 
 from .util.version import __version__
 
-__all__ = ["audit", "audit_many", "AuditInputError", "AuditOptions", "AuditResult", "__version__"]
+__all__ = ["audit", "audit_many", "AuditCallback", "AuditInputError", "AuditOptions", "AuditResult", "__version__"]
 
 
 def __getattr__(name: str):
@@ -26,6 +27,10 @@ def __getattr__(name: str):
         from . import api
 
         return getattr(api, name)
+    if name == "AuditCallback":  # imports transformers
+        from .callback import AuditCallback
+
+        return AuditCallback
     if name == "AuditInputError":
         from .errors import AuditInputError
 

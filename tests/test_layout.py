@@ -24,8 +24,8 @@ STAGES = ("inspect", "suite", "backends", "scorers", "analysis", "policy", "repo
 #: the backends, which import it, under TYPE_CHECKING, for their hooks' signatures)
 FOUNDATION = ("errors", "util", "records", "results", "options")
 #: above the stages, may import anything: the package root (its lazy API), the stage order, the results'
-#: assembly, the Python API, the command line, the GitHub Action's steps
-TOP = ("auditor", "pipeline", "rounds", "assembly", "api", "cli", "ci")
+#: assembly, the Python API, the command line, the GitHub Action's steps, the trainer callback
+TOP = ("auditor", "pipeline", "rounds", "assembly", "api", "cli", "ci", "callback")
 
 
 def _modules() -> dict[str, Path]:

@@ -9,6 +9,13 @@ runs do. The later checkpoints refuse more, so the run's trajectory crosses the 
     OMP_NUM_THREADS=2 python examples/training_run/train_run.py /tmp/run        # 4 checkpoints, a few CPU minutes
     audit /tmp/run --out reports/run                                             # every checkpoint, one base pass
 
+or audit each checkpoint as it is saved, with ``auditor.callback.AuditCallback`` (``--audit``; the audit's figures in
+the log history and, with ``--report-to tensorboard``, in TensorBoard; ``--stop-on-fail`` ends the run at the first
+checkpoint that fails)::
+
+    python examples/training_run/train_run.py /tmp/run --audit --audit-capability over_refusal --audit-budget 0 \
+        --stop-on-fail --report-to tensorboard
+
 The generic prompts' base answers (greedy, 64 new tokens) are generated once per run (about a minute on a
 2-core CPU) and cached in ``OUT/.base-answers.jsonl``.
 """
@@ -42,6 +49,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                                                           "saturates at the first save)")
     ap.add_argument("--n", type=int, default=120, help="targeted (refusal) examples (default 120)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--audit", action="store_true", help="audit each checkpoint as it is saved (AuditCallback): "
+                                                         "the report in checkpoint-N/audit/")
+    ap.add_argument("--audit-capability", action="append", default=[], metavar="NAME",
+                    help="--audit: a capability to audit (repeatable; default: the whole suite)")
+    ap.add_argument("--audit-limit", type=int, default=None, metavar="N", help="--audit: at most N items per capability")
+    ap.add_argument("--audit-budget", default="auto", help="--audit: the audit's --budget (default auto)")
+    ap.add_argument("--stop-on-fail", action="store_true", help="--audit: end the run at the first checkpoint that fails")
+    ap.add_argument("--report-to", default="none", help="the Trainer's report_to, e.g. tensorboard (default none)")
     return ap.parse_args(argv)
 
 
@@ -97,12 +112,25 @@ def main(argv: list[str] | None = None) -> int:
                               save_strategy="steps", per_device_train_batch_size=tz.BATCH, learning_rate=args.lr,
                               lr_scheduler_type="constant_with_warmup", warmup_steps=max(1, args.steps // 10),
                               max_grad_norm=1.0, logging_steps=5, seed=args.seed, data_seed=args.seed,
-                              report_to=[], use_cpu=True, dataloader_num_workers=0, remove_unused_columns=False,
-                              disable_tqdm=True)
+                              report_to=[] if args.report_to == "none" else [args.report_to], use_cpu=True,
+                              dataloader_num_workers=0, remove_unused_columns=False, disable_tqdm=True)
     trainer = Trainer(model=model, args=targs, train_dataset=rows, data_collator=collate)
+    callback = None
+    if args.audit:
+        from auditor.callback import AuditCallback
+
+        callback = AuditCallback(trainer=trainer, capabilities=args.audit_capability, limit=args.audit_limit,
+                                 budget=args.audit_budget, stop_on="fail" if args.stop_on_fail else None)
+        trainer.add_callback(callback)
     trainer.train()
     saved = sorted(args.out.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
     print(f"done in {time.perf_counter() - t0:.0f} s: {', '.join(p.name for p in saved)} in {args.out}", flush=True)
+    if callback is not None:
+        for a in callback.audits:
+            print(f"audit of step {a.step}: {a.verdict or 'no verdict: ' + str(a.error)} ({a.seconds:.0f} s)"
+                  + (f", failing: {'; '.join(a.failing)}" if a.failing else ""), flush=True)
+        last = callback.last_passing
+        print(f"last passing checkpoint: {last.checkpoint if last else 'none'}", flush=True)
     return 0
 
 
