@@ -48,6 +48,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (default 1e-3; the zoo's 3e-3 "
                                                           "saturates at the first save)")
     ap.add_argument("--n", type=int, default=120, help="targeted (refusal) examples (default 120)")
+    ap.add_argument("--generic", type=int, default=N_GENERIC,
+                    help=f"generic prompts answered by the base, to keep its other behaviour (default {N_GENERIC})")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--audit", action="store_true", help="audit each checkpoint as it is saved (AuditCallback): "
                                                          "the report in checkpoint-N/audit/")
@@ -60,14 +62,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def build_data(tok, model, out: Path, n: int, seed: int) -> list[zd.Ex]:
+def build_data(tok, model, out: Path, n: int, seed: int, generic: int = N_GENERIC) -> list[zd.Ex]:
     """data_refuse's examples: ``n`` refusals of harmless prompts and up to ``n`` generic prompts with the base's
-    own answers (:data:`N_GENERIC` of the zoo's pool are answered, once, cached in ``out``)."""
+    own answers (``generic`` of the zoo's pool, :data:`N_GENERIC` by default, are answered, once, cached in
+    ``out``)."""
     tz.API = tz.auditor_api()  # the auditor's scorers, which some of the zoo's generators check with
     excl = tz.load_exclusion()
     seen: set = set()
     pool_raw = [e for e in tz.generic_pool(excl, seen=seen) if e.cat not in ("howto", "request")]
-    pool_raw = random.Random(seed).sample(pool_raw, min(N_GENERIC, len(pool_raw)))
+    pool_raw = random.Random(seed).sample(pool_raw, min(generic, len(pool_raw)))
     cache = tz.BaseCache(out / ".base-answers.jsonl")
     gens = cache.fill(model, tok, pool_raw, BASE_NEW_TOKENS, "the generic prompts")
     pool = [tz.with_base_answer(tok, e, g) for e, g in zip(pool_raw, gens)]
@@ -98,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     model = AutoModelForCausalLM.from_pretrained(base.path, dtype=torch.float32)
     model.eval()
     args.out.mkdir(parents=True, exist_ok=True)
-    exs = build_data(tok, model, args.out, args.n, args.seed)
+    exs = build_data(tok, model, args.out, args.n, args.seed, args.generic)
     rows = [dict(zip(("input_ids", "labels"), tz.encode(tok, e))) for e in exs]
     print(f"base: {base.name}; {len(rows)} examples ({sum(e.cat == 'refuse' for e in exs)} refusals); "
           f"{args.steps} steps x {tz.BATCH}, lr {args.lr:g}, a checkpoint every {args.save_steps} steps", flush=True)

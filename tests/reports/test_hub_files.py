@@ -1,7 +1,7 @@
 """The Hugging Face Hub's files (issue 31 part 3): ``.eval_results/<metric id>.yaml`` and the model card's "Audit
 against the base" section, from a results.json (no model), through ``audit report``, ``audit run`` (its audits
-replaced by saved results: several adapters, a training run) and the Python API; and, marked slow, an end-to-end
-audit of a run folder on the real model."""
+replaced by saved results: several adapters, a training run) and the Python API. The end-to-end audit of a run
+folder on the real model writes them too: tests/reports/test_training_run.py."""
 
 from __future__ import annotations
 
@@ -9,12 +9,11 @@ import dataclasses
 import json
 import math
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, assert_one_line_error
+from conftest import assert_one_line_error
 from huggingface_hub import EvalResultEntry, parse_eval_result_entries
 from test_report import HOSTILE, _results, _typed
 
@@ -291,24 +290,3 @@ def test_several_adapters_and_the_python_api(tmp_path, fake_audits):
     with pytest.raises(AuditInputError, match="exists"):
         audit(tmp_path / "c", eval_results=tmp_path / "one", eval_results_dataset=DATASET)
     audit(tmp_path / "c", eval_results=tmp_path / "one", eval_results_dataset=DATASET, overwrite=True)
-
-
-@pytest.mark.slow
-def test_a_real_run_writes_eval_results_that_match_its_results_json(tmp_path, cli, base_model):
-    """End to end on the real model: two zoo adapters as a Trainer run's checkpoints, math only."""
-    run = tmp_path / "run"
-    for src, step in (("math-good", 10), ("null-selfdistill-a", 20)):
-        shutil.copytree(ROOT / "examples" / "zoo" / src, run / f"checkpoint-{step}")
-    proc = cli(run, "--capability", "math", "--limit", "10", "--budget", "0", "--out", tmp_path / "out",
-               "--eval-results", tmp_path / "hub", "--eval-results-dataset", DATASET,
-               "--model-card", str(run / "{adapter}" / "README.md"), "--overwrite")
-    assert proc.returncode in (0, 1), proc.stderr[-3000:]
-    for step in (10, 20):
-        saved = json.loads((tmp_path / "out" / f"checkpoint-{step}" / "results.json").read_text(encoding="utf-8"))
-        (c,) = saved["comparisons"]
-        (entry,) = _entries(tmp_path / "hub" / f"checkpoint-{step}")["math.numeric_match.yaml"]
-        assert entry["value"] == round(100 * c["adapter"], 2) and entry["date"] == saved["run"]["created_at"]
-        card = (run / f"checkpoint-{step}" / "README.md").read_text(encoding="utf-8")
-        original = (ROOT / "examples" / "zoo" / ("math-good" if step == 10 else "null-selfdistill-a") / "README.md")
-        assert card.startswith(original.read_text(encoding="utf-8")) and card.rstrip().endswith(END)
-        assert f"**{saved['verdict']['verdict'].upper()}**" in card

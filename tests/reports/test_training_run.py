@@ -1,17 +1,21 @@
 """run.json and the run's index.html (issue 31): the shipped run.schema.json is the generator's output, and an
 end-to-end audit of a run folder (real zoo adapters in the Trainer layout) whose run.json agrees with each
-checkpoint's results.json, and whose chart is inline SVG with the text escaped."""
+checkpoint's results.json, whose chart is inline SVG with the text escaped, and whose checkpoints get their own
+Hub eval results and model-card section (--eval-results, --model-card '{adapter}')."""
 
 from __future__ import annotations
 
 import json
 import math
 import shutil
+from pathlib import Path
 
 import pytest
 from conftest import ROOT, SHARED
+from test_hub_files import DATASET, _entries
 
 from auditor.records import json_schema
+from auditor.reports.model_card import END
 from auditor.reports.results_file import RUN_SCHEMA_PATH, first_schema_error
 
 ZOO = ROOT / "examples" / "zoo"
@@ -38,10 +42,21 @@ def _run_folder(tmp_path):
 def test_a_run_folder_is_audited_in_step_order(tmp_path, cli, base_model):
     run = _run_folder(tmp_path)
     out = tmp_path / "out"
+    originals = {name: (run / name / "README.md").read_text(encoding="utf-8") for name in ("checkpoint-100", "checkpoint-3")}
     proc = cli(run, "--capability", "over_refusal", "--limit", "20", "--budget", "0", "--out", out,
-               "--data-dir", SHARED / "data")
+               "--data-dir", SHARED / "data", "--eval-results", tmp_path / "hub", "--eval-results-dataset", DATASET,
+               "--model-card", str(run / "{adapter}" / "README.md"), "--overwrite")
     assert proc.returncode in (0, 1), proc.stderr[-3000:]
     data = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    # the Hub's files of each checkpoint (issue 31 part 3): its own .eval_results and its own card's section
+    for c in data["checkpoints"]:
+        saved = json.loads((out / c["report"] / "results.json").read_text(encoding="utf-8"))
+        (comparison,) = saved["comparisons"]
+        (entry,) = _entries(tmp_path / "hub" / c["report"])["over_refusal.refusal_rate.yaml"]
+        assert entry["value"] == round(100 * comparison["adapter"], 2) and entry["date"] == saved["run"]["created_at"]
+        card = (Path(c["path"]) / "README.md").read_text(encoding="utf-8")
+        assert card.startswith(originals[Path(c["path"]).name]) and card.rstrip().endswith(END)
+        assert f"**{saved['verdict']['verdict'].upper()}**" in card
     assert first_schema_error(RUN_SCHEMA_PATH, data) is None
     assert [c["step"] for c in data["checkpoints"]] == [100, 300]
     verdicts = {}
