@@ -90,7 +90,7 @@ class AuditCallback(TrainerCallback):
     ::
 
         trainer.add_callback(AuditCallback(trainer=trainer, every=1, budget="0", capabilities=["math"],
-                                           policy="policies/gate.yaml", label="math", stop_on="fail"))
+                                           policy="policies/release.yaml", label="math", stop_on="fail"))
 
     On the main process only (``state.is_world_process_zero``), after each audited save it runs ``audit run
     output_dir/checkpoint-N --out output_dir/checkpoint-N/audit`` (report.html, results.json, summary.md, ...,
@@ -122,8 +122,11 @@ class AuditCallback(TrainerCallback):
 
     Raises:
         TypeError: an unknown option, one the callback sets itself, a flag that is not a bool.
-        ValueError: ``every`` < 1, ``stop_on`` other than ``"fail"`` / None, ``timeout_s`` ≤ 0, or an option value
+        ValueError: ``every`` < 1, ``stop_on`` other than ``"fail"`` / None, ``timeout_s`` not a positive number,
+            ``env`` not str → str, ``prefix`` not a str, a policy file that is missing or invalid, or an option value
             the ``audit`` command would refuse (a bad ``budget``, ``dtype``, ``limit``, ...).
+        TypeError: an unknown option, one the callback sets itself, or one of the Hub's files (``eval_results``,
+            ``model_card``: write them from the shipped checkpoint's saved audit).
     """
 
     def __init__(self, *, trainer: Any = None, every: int = 1, stop_on: Literal["fail"] | None = None,
@@ -133,16 +136,23 @@ class AuditCallback(TrainerCallback):
             raise ValueError(f"every must be a whole number ≥ 1, not {every!r}")
         if stop_on not in (None, "fail"):
             raise ValueError(f"stop_on must be 'fail' or None, not {stop_on!r}")
-        if timeout_s is not None and not timeout_s > 0:
+        if timeout_s is not None and (isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float))
+                                      or not timeout_s > 0):
             raise ValueError(f"timeout_s must be positive seconds or None, not {timeout_s!r}")
         self.trainer = trainer
         self.every = every
         self.stop_on = stop_on
         self.timeout_s = timeout_s
+        if env is not None and not (isinstance(env, Mapping) and all(isinstance(k, str) and isinstance(v, str)
+                                                                    for k, v in env.items())):
+            raise ValueError(f"env must map variable names to str values, not {env!r}")
+        if not isinstance(prefix, str):
+            raise ValueError(f"prefix must be a str such as 'audit/', not {prefix!r}")
         self.env = dict(env or {})
         self.keep_copy = keep_copy
         self.prefix = prefix
-        self.args = audit_args({"base": "declared", **options})
+        # base=None is the default too: the declared base, not the command's embedded default
+        self.args = audit_args({"base": "declared", **{k: v for k, v in options.items() if k != "base" or v is not None}})
         #: every audit so far, in the order of the saves
         self.audits: list[CheckpointAudit] = []
         self._saves = 0

@@ -24,6 +24,9 @@ from typing import Any
 
 #: the ``audit run`` options the callback sets itself (the checkpoint, its report folder, what is printed)
 RESERVED = ("adapters", "out", "quiet", "as_json", "fmt", "checkpoints", "stop_at_first_fail")
+#: ``audit run``'s options for the Hub's files: one fixed target for every save would be refused from the second
+#: save on (or overwritten each time); write them for the checkpoint you ship, from its saved results.json
+HUB_OPTIONS = ("eval_results", "eval_results_dataset", "model_card", "overwrite")
 #: the report folder's log of the audit process (the command line first, then its stdout and stderr)
 LOG_NAME = "audit.log"
 #: seconds a process gets to end after SIGTERM (at its time limit) before it is killed
@@ -86,6 +89,10 @@ def audit_args(options: Mapping[str, Any]) -> list[str]:
         if name in RESERVED:
             raise TypeError(f"AuditCallback sets {name!r} itself (the checkpoint, its report folder and what the "
                             "audit prints)")
+        if name in HUB_OPTIONS:
+            raise TypeError(f"AuditCallback does not take {name!r}: the Hub's files are written for the checkpoint "
+                            "you ship, from its saved audit (audit report output_dir/audits/checkpoint-N.json "
+                            "--eval-results DIR ...)")
         if name not in known:
             close = difflib.get_close_matches(name, [*known, "no_cache", "budget", "max_adapter_size"], n=3)
             hint = f" (did you mean {', '.join(map(repr, dict.fromkeys(close)))}?)" if close else ""
@@ -129,10 +136,29 @@ def _check(args: list[str]) -> None:
         parse_template_args(ctx.params["chat_template_args"])
         if ctx.params["max_adapter_size"] is not None:
             parse_size(ctx.params["max_adapter_size"], "--max-adapter-size")
+        if ctx.params["policy"] is not None:  # a missing or broken policy is refused now, not at every save
+            _check_policy(ctx.params["policy"], ctx.params["suite"])
     except click.ClickException as e:
         raise ValueError(f"AuditCallback: {e.format_message()}") from None
     except AuditInputError as e:
         raise ValueError(f"AuditCallback: {e.one_line()}") from None
+
+
+def _check_policy(policy: str, suite: str | None) -> None:
+    """Load ``policy`` as the audit will, against the bundled suites' metric ids (a suite of one's own may add
+    metrics: with one, the policy is checked by the audit itself).
+
+    Raises:
+        AuditInputError: the policy file is missing or invalid (its one line).
+    """
+    from ..policy import load_policy
+    from ..scorers import SCORERS
+    from ..suite import preset_metric_units
+
+    if suite is not None and not suite.replace("-", "").replace("_", "").isalnum():  # a manifest path
+        return
+    units = preset_metric_units(SCORERS)
+    load_policy(policy, sorted(units), units)
 
 
 def audit_command(checkpoint: Path, out: Path, args: list[str]) -> list[str]:

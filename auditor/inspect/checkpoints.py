@@ -77,25 +77,36 @@ def checkpoint_step(folder: Path) -> Checkpoint:
 
 
 def find_checkpoints(run_dir: str | Path) -> list[Checkpoint]:
-    """The ``checkpoint-N/`` adapters of a run folder, in step order.
+    """The ``checkpoint-N/`` folders of a run folder, in step order (not yet checked: :func:`check_selected`).
 
     Raises:
-        AuditInputError: no checkpoint folder, a checkpoint folder without adapter_model.safetensors, or two
-            checkpoints at the same step.
+        AuditInputError: no checkpoint folder.
     """
     root = Path(run_dir).expanduser()
     folders = sorted(c for c in root.iterdir() if _CHECKPOINT.fullmatch(c.name) and c.is_dir())
     if not folders:
         raise AuditInputError(root, "no checkpoint-N folders in this run folder")
-    found = sorted((checkpoint_step(f) for f in folders), key=lambda c: (c.step, c.path.name))
-    for c in found:
+    return sorted((checkpoint_step(f) for f in folders), key=lambda c: (c.step, c.path.name))
+
+
+def check_selected(picked: list[Checkpoint], found: list[Checkpoint]) -> list[Checkpoint]:
+    """``picked`` (the checkpoints ``--checkpoints`` selected from ``found``, the run's all) when each holds adapter
+    weights and is the only one of the run at its step; a fault of a checkpoint that was not selected (one still
+    being written, a full-model save) does not stop the others.
+
+    Raises:
+        AuditInputError: a selected checkpoint without adapter_model.safetensors, or at the same step as another
+            checkpoint of the run.
+    """
+    for c in picked:
         if not (c.path / WEIGHTS_NAME).is_file():
             raise AuditInputError(c.path, f"no {WEIGHTS_NAME} in this checkpoint (a full-model checkpoint, or one "
                                           "still being written?); select the others with --checkpoints steps:...")
-    for a, b in zip(found, found[1:]):
-        if a.step == b.step:
-            raise AuditInputError(b.path, f"is at step {b.step}, as {a.path.name} is; which one is that step?")
-    return found
+        twin = next((o for o in found if o.step == c.step and o.path != c.path), None)
+        if twin is not None:
+            raise AuditInputError(c.path, f"is at step {c.step}, as {twin.path.name} is; which one is that step? "
+                                          "(select other steps with --checkpoints steps:...)")
+    return picked
 
 
 def parse_selection(text: str) -> Selection:
@@ -157,9 +168,11 @@ def training_run(run_dir: str | Path, selection: str = "all", stop_at_first_fail
     """The checkpoints of ``run_dir`` that ``selection`` (``--checkpoints``) names, in step order.
 
     Raises:
-        AuditInputError: as :func:`find_checkpoints`, :func:`parse_selection` and :func:`select`.
+        AuditInputError: as :func:`find_checkpoints`, :func:`parse_selection`, :func:`select` and
+            :func:`check_selected` (only the selected checkpoints are checked).
     """
     wanted = parse_selection(selection)  # a bad value is refused before the folder is read
-    picked = select(find_checkpoints(run_dir), wanted)
+    found = find_checkpoints(run_dir)
+    picked = check_selected(select(found, wanted), found)
     return TrainingRun(run_dir=str(run_dir), selection=selection, checkpoints=tuple(picked),
                        stop_at_first_fail=stop_at_first_fail)

@@ -73,6 +73,12 @@ def check_results(path: Path | str, data: Any) -> AuditResult:
             content that contradicts itself (naming ``path`` and the fault).
     """
     version = data.get("schema_version") if isinstance(data, dict) else None
+    if isinstance(data, dict) and "checkpoints" in data and "run_dir" in data:
+        raise AuditInputError(path, "is a training run's run.json, not an audit's results.json: give one checkpoint's "
+                                    "results.json (its report folder, named in run.json's checkpoints[].report)")
+    if type(version) is int and version > RESULTS_SCHEMA_VERSION:
+        raise AuditInputError(path, f"written by a newer adapter-auditor (schema_version {version}, this one reads "
+                                    f"{RESULTS_SCHEMA_VERSION}): upgrade adapter-auditor to re-render it")
     if type(version) is int and 1 <= version < RESULTS_SCHEMA_VERSION:
         raise AuditInputError(path, f"written by an older adapter-auditor (schema_version {version}, this one reads "
                                     f"{RESULTS_SCHEMA_VERSION}): run the audit again to re-render it")

@@ -3,7 +3,7 @@ test_model_families) and a LoRA trained a few steps on CPU, a checkpoint every 2
 ``audit`` command in its own process on ``--capability math --limit 2 --budget 0``. Checked: the reports next to
 each checkpoint and the copy beside them, the ``audit/`` entries in the trainer's log history and in the
 TensorBoard event file ``report_to=["tensorboard"]`` writes, ``stop_on="fail"`` ending the run, and audits that
-give no verdict (a missing policy, a missing base, the time limit) logged while training completes with its
+give no verdict (a missing suite file, a missing base, the time limit) logged while training completes with its
 checkpoints intact. The random weights make the answers noise: what is checked is the plumbing, not the scores.
 """
 
@@ -126,11 +126,11 @@ def test_stop_on_fail_ends_the_run_at_the_first_failing_checkpoint(tiny_base, tm
     assert "training stops" in caplog.text and "no trainer given" in caplog.text
 
 
-@pytest.mark.parametrize("case", ["missing policy", "missing base", "timeout"])
+@pytest.mark.parametrize("case", ["missing suite", "missing base", "timeout"])
 def test_an_audit_without_a_verdict_is_logged_and_training_goes_on(case, tiny_base, tmp_path, caplog):
     kwargs = {**FAST, "stop_on": "fail"}
-    if case == "missing policy":
-        kwargs["policy"] = str(tmp_path / "no-such-policy.yaml")
+    if case == "missing suite":  # (a missing policy file is refused when the callback is built)
+        kwargs["suite"] = str(tmp_path / "no-such-suite.yaml")
     elif case == "missing base":
         kwargs["base"] = str(tmp_path / "no-such-base")
     else:

@@ -40,6 +40,9 @@ def test_options_become_the_commands_arguments():
     ({"vllm_args": {"dtype": "half"}}, ValueError, "use --dtype"),
     ({"chat_template_args": ["novalue"]}, ValueError, "KEY=VALUE"),
     ({"max_adapter_size": "huge"}, ValueError, "--max-adapter-size"),
+    ({"policy": "policies/no-such-policy.yaml"}, ValueError, "no-such-policy.yaml"),
+    ({"eval_results": "hub"}, TypeError, "does not take 'eval_results'"),
+    ({"model_card": "README.md"}, TypeError, "audit report"),
 ])
 def test_options_the_command_would_refuse_are_refused_at_once(options, error, needle):
     with pytest.raises(error, match=None) as e:
@@ -118,3 +121,14 @@ def test_the_last_error_line_is_the_audits_own_account(tmp_path):
     assert last_error_line(log) == ("Traceback ... " * 100).strip()[:300]
     log.write_text("$ audit run x\n", encoding="utf-8")
     assert last_error_line(log) == ""
+
+
+def test_the_callbacks_own_keywords_are_checked_and_base_none_is_declared():
+    from auditor.callback import AuditCallback
+
+    for bad in ({"timeout_s": "10"}, {"timeout_s": True}, {"env": {"X": 1}}, {"prefix": 3}):
+        with pytest.raises(ValueError):
+            AuditCallback(**bad)
+    assert AuditCallback(base=None).args == ["--base", "declared"] == AuditCallback().args
+    args = AuditCallback(policy=str(ROOT / "policies" / "release.yaml")).args
+    assert args[args.index("--policy") + 1] == str(ROOT / "policies" / "release.yaml")

@@ -58,14 +58,22 @@ def test_a_step_that_does_not_exist_names_the_runs_steps(tmp_path):
         training_run(run, "steps:10,15")
 
 
-def test_two_checkpoints_at_one_step_and_a_checkpoint_without_weights_are_refused(tmp_path):
-    run = _run(tmp_path, {"checkpoint-10": 10, "checkpoint-11": 10})
-    with pytest.raises(AuditInputError, match="is at step 10, as checkpoint-10 is"):
-        find_checkpoints(run)
+def test_two_checkpoints_at_one_step_and_a_checkpoint_without_weights_are_refused_when_selected(tmp_path):
+    run = _run(tmp_path, {"checkpoint-10": 10, "checkpoint-11": 10, "checkpoint-20": 20})
+    with pytest.raises(AuditInputError, match="is at step 10, as checkpoint-1[01] is"):
+        training_run(run)
+    # a selection that leaves the ambiguous step out is audited
+    assert [c.step for c in training_run(run, "steps:20").checkpoints] == [20]
+    assert [c.step for c in training_run(run, "last:1").checkpoints] == [20]
     (run / "checkpoint-11" / "adapter_model.safetensors").unlink()
     (run / "checkpoint-11" / "trainer_state.json").unlink()
+    # a save still being written (an empty checkpoint-30/): refused when selected, not when left out
+    (run / "checkpoint-30").mkdir()
+    with pytest.raises(AuditInputError, match="checkpoint-30: no adapter_model.safetensors in this checkpoint"):
+        training_run(run, "last:1")
+    assert [c.step for c in training_run(run, "steps:10,20").checkpoints] == [10, 20]
     with pytest.raises(AuditInputError, match="no adapter_model.safetensors in this checkpoint"):
-        find_checkpoints(run)
+        training_run(run)
 
 
 @pytest.mark.parametrize(("args", "needles"), [

@@ -188,6 +188,12 @@ def test_load_results_rejects_other_json(tmp_path):
     p.write_text(json.dumps({"hello": 1}))
     with pytest.raises(AuditInputError, match="not an adapter-auditor results.json"):
         load_results(p)
+    p.write_text(json.dumps({"schema_version": 99, "verdict": {}}))
+    with pytest.raises(AuditInputError, match="written by a newer adapter-auditor .schema_version 99"):
+        load_results(p)
+    p.write_text(json.dumps({"schema_version": 1, "run_dir": "runs/x", "checkpoints": []}))
+    with pytest.raises(AuditInputError, match="is a training run's run.json, not an audit's results.json"):
+        load_results(p)
 
 
 @pytest.mark.parametrize("edit,needle", [
