@@ -128,7 +128,9 @@ def report_folders(adapters: tuple[str, ...], out: Path, nested: bool = False) -
 def expand_run(adapters: tuple[str, ...], checkpoints: str | None, stop_at_first_fail: bool
                ) -> tuple[tuple[str, ...], TrainingRun | None]:
     """The adapters to audit: a training run folder given alone (``checkpoint-N/`` folders in it, not itself an
-    adapter) becomes its selected checkpoints in step order (``checkpoints``: ``--checkpoints``, default all).
+    adapter; with ``--checkpoints`` or ``--stop-at-first-fail`` it may be one too, as a Trainer's output_dir after
+    ``save_model()``) becomes its selected checkpoints in step order (``checkpoints``: ``--checkpoints``, default
+    all).
 
     Raises:
         AuditInputError: ``--checkpoints`` or ``--stop-at-first-fail`` without a run folder, a run folder given
@@ -136,7 +138,10 @@ def expand_run(adapters: tuple[str, ...], checkpoints: str | None, stop_at_first
     """
     from .inspect.checkpoints import is_run_dir, training_run
 
-    runs = [a for a in adapters if is_run_dir(a)]
+    # with --checkpoints or --stop-at-first-fail, a Trainer's output_dir that is an adapter too (its final
+    # save_model()) is the run its checkpoint-N folders make; without them it is that final adapter
+    asked = checkpoints is not None or stop_at_first_fail
+    runs = [a for a in adapters if is_run_dir(a, adapter_too=asked and len(adapters) == 1)]
     if runs and len(adapters) > 1:
         raise AuditInputError(runs[0], "is a training run folder (checkpoint-N folders): audit it alone, or give "
                                        "its checkpoint folders as adapters")

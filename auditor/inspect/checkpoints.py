@@ -50,11 +50,12 @@ class Selection:
     steps: tuple[int, ...] = ()
 
 
-def is_run_dir(path: str | Path) -> bool:
+def is_run_dir(path: str | Path, adapter_too: bool = False) -> bool:
     """True when ``path`` is a folder that is not itself an adapter (no adapter_config.json nor
-    adapter_model.safetensors in it) and holds at least one ``checkpoint-N/`` folder."""
+    adapter_model.safetensors in it; ``adapter_too``: may be one, as a Trainer's output_dir is after
+    ``save_model()``) and holds at least one ``checkpoint-N/`` folder."""
     p = Path(path).expanduser()
-    if not p.is_dir() or (p / CONFIG_NAME).exists() or (p / WEIGHTS_NAME).exists():
+    if not p.is_dir() or (not adapter_too and ((p / CONFIG_NAME).exists() or (p / WEIGHTS_NAME).exists())):
         return False
     return any(_CHECKPOINT.fullmatch(c.name) and c.is_dir() for c in p.iterdir())
 

@@ -96,3 +96,15 @@ def test_checkpoints_without_a_run_folder_and_a_run_folder_among_adapters_are_re
     run = tmp_path / "run"
     write_adapter(run / "checkpoint-1", layers=1)
     assert_one_line_error(cli(run, adapter), "is a training run folder (checkpoint-N folders): audit it alone")
+
+
+def test_an_output_dir_that_is_an_adapter_too_is_a_run_when_checkpoints_are_asked_for(tmp_path):
+    """A Trainer's output_dir after save_model(): the final adapter beside its checkpoint-N folders."""
+    from auditor.api import expand_run
+
+    run = _run(tmp_path, {"checkpoint-10": 10, "checkpoint-20": 20})
+    write_adapter(run, layers=1)
+    assert not is_run_dir(run) and is_run_dir(run, adapter_too=True)
+    assert expand_run((str(run),), None, False) == ((str(run),), None)  # the final adapter alone
+    adapters, found = expand_run((str(run),), "last:1", False)
+    assert found is not None and adapters == (str(run / "checkpoint-20"),)
