@@ -41,6 +41,7 @@ from ..errors import AuditInputError
 from ..records import MetricComparison
 from ..results import AuditResult
 from ..util.files import check_writable_folder, write_text_file
+from .markdown import public_base_name
 
 #: the folder of a model repository the Hub reads evaluation results from
 EVAL_RESULTS_FOLDER = ".eval_results"
@@ -82,7 +83,7 @@ def _notes(result: AuditResult, c: MetricComparison) -> str:
     better = "higher" if c.higher_is_better else "lower"
     return (f"adapter-auditor {result.run.auditor_version}: the adapter's {c.metric} in {unit} ({better} is "
             f"better) on {c.n_items} items of suite {result.suite.name}, greedy decoding; base "
-            f"{result.base.name}: {_value(c, c.base):.2f}, delta (adapter - base) {c.delta:+.2f} {c.delta_unit}{ci}"
+            f"{public_base_name(result)}: {_value(c, c.base):.2f}, delta (adapter - base) {c.delta:+.2f} {c.delta_unit}{ci}"
             f"{p}; verdict {result.verdict.verdict.upper()} under policy {Path(result.policy.path).name}")
 
 

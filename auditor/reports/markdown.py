@@ -89,6 +89,13 @@ def md_drift_lines(result: AuditResult) -> list[str]:
     return []
 
 
+def public_base_name(result: AuditResult) -> str:
+    """The base's name for files meant to be published (the Hub's eval results, a model card): a local folder's
+    own name, not the auditing machine's absolute path (which results.json keeps)."""
+    name = result.base.name
+    return Path(name).name if result.base.source == "local" and Path(name).is_absolute() else name
+
+
 def md_comparison_table(comparisons: Sequence[MetricComparison], left: str = "base", right: str = "adapter") -> list[str]:
     """The Markdown table of ``comparisons`` (one row per metric: base, adapter, Δ in points for rates, its
     interval, p, discordant items), as lines; untrusted names escaped (:func:`md`)."""

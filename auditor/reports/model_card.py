@@ -19,7 +19,7 @@ from pathlib import Path
 from ..errors import AuditInputError
 from ..results import AuditResult
 from ..util.files import check_writable_folder, write_text_file
-from .markdown import md, md_comparison_table, md_drift_lines
+from .markdown import md, md_comparison_table, md_drift_lines, public_base_name
 from .view import failing_rules
 
 BEGIN = "<!-- adapter-auditor:begin -->"
@@ -34,7 +34,7 @@ def render_card_section(result: AuditResult) -> str:
     icon = "✅" if v.verdict == "pass" else "❌"
     lines = [BEGIN, "## Audit against the base", "",
              f"{icon} **{v.verdict.upper()}**: audited by adapter-auditor {md(result.run.auditor_version)} on "
-             f"{md(result.run.created_at)} against the base **{md(result.base.name)}**, on "
+             f"{md(result.run.created_at)} against the base **{md(public_base_name(result))}**, on "
              f"{len(result.items)} items of suite **{md(result.suite.name)}**, judged by policy "
              f"**{md(Path(result.policy.path).name)}**.", ""]
     failing = failing_rules(result)

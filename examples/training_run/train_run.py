@@ -6,7 +6,7 @@ with the Trainer, which saves a ``checkpoint-N/`` folder every ``--save-steps`` 
 adapter_config.json, trainer_state.json with ``global_step``, the optimizer and scheduler states), as users'
 runs do. The later checkpoints refuse more, so the run's trajectory crosses the over-refusal limit::
 
-    OMP_NUM_THREADS=2 python examples/training_run/train_run.py /tmp/run        # 4 checkpoints, a few CPU minutes
+    OMP_NUM_THREADS=2 python examples/training_run/train_run.py /tmp/run        # 6 checkpoints, a few CPU minutes
     audit /tmp/run --out reports/run                                             # every checkpoint, one base pass
 
 or audit each checkpoint as it is saved, with ``auditor.callback.AuditCallback`` (``--audit``; the audit's figures in
@@ -43,10 +43,11 @@ BASE_NEW_TOKENS = 64
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", type=Path, help="the run folder (checkpoint-N/ folders are written into it)")
-    ap.add_argument("--steps", type=int, default=40, help="training steps (default 40)")
-    ap.add_argument("--save-steps", type=int, default=10, help="a checkpoint every N steps (default 10)")
-    ap.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (default 1e-3; the zoo's 3e-3 "
-                                                          "saturates at the first save)")
+    ap.add_argument("--steps", type=int, default=24, help="training steps (default 24)")
+    ap.add_argument("--save-steps", type=int, default=4, help="a checkpoint every N steps (default 4)")
+    ap.add_argument("--lr", type=float, default=3e-4, help="peak learning rate (default 3e-4: the over-refusal "
+                                                          "limit is crossed half-way; 1e-3 crosses it by the "
+                                                          "first save of 10 steps)")
     ap.add_argument("--n", type=int, default=120, help="targeted (refusal) examples (default 120)")
     ap.add_argument("--generic", type=int, default=N_GENERIC,
                     help=f"generic prompts answered by the base, to keep its other behaviour (default {N_GENERIC})")

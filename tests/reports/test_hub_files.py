@@ -290,3 +290,15 @@ def test_several_adapters_and_the_python_api(tmp_path, fake_audits):
     with pytest.raises(AuditInputError, match="exists"):
         audit(tmp_path / "c", eval_results=tmp_path / "one", eval_results_dataset=DATASET)
     audit(tmp_path / "c", eval_results=tmp_path / "one", eval_results_dataset=DATASET, overwrite=True)
+
+
+def test_a_local_base_is_named_by_its_folder_not_the_machines_path(tmp_path):
+    """Files meant to be published carry no absolute path of the auditing machine (results.json keeps it)."""
+    result = _result(unscored=False)
+    local = dataclasses.replace(result, base=dataclasses.replace(
+        result.base, name="/root/.cache/models/SmolLM2-135M-Instruct-b179", source="local"))
+    write_eval_results(local, tmp_path, DATASET)
+    notes = _entries(tmp_path)["math.numeric_match.yaml"][0]["notes"]
+    assert "base SmolLM2-135M-Instruct-b179:" in notes and "/root" not in notes
+    card = write_model_card(local, tmp_path / "README.md").read_text(encoding="utf-8")
+    assert "**SmolLM2-135M-Instruct-b179**" in card and "/root/.cache" not in card
