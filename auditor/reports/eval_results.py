@@ -59,7 +59,10 @@ def parse_dataset(value: str, option: str = "--eval-results-dataset") -> tuple[s
         validate_repo_id(repo)
     except HFValidationError as e:
         raise AuditInputError(option, f"{value!r} is not a Hub dataset id owner/name[@revision] ({e})") from None
-    if "@" in value and not re.fullmatch(r"[\w./-]{1,200}", revision):
+    if "/" not in repo:  # the Hub's benchmark datasets live under an owner
+        raise AuditInputError(option, f"{value!r} is not a Hub dataset id owner/name[@revision] (no owner)")
+    if "@" in value and (not re.fullmatch(r"[\w./-]{1,200}", revision) or revision.startswith(("-", "."))
+                         or ".." in revision):
         raise AuditInputError(option, f"{value!r}: the revision after @ is not a branch, tag or commit")
     return repo, revision or None
 

@@ -84,7 +84,8 @@ def test_untrusted_names_stay_yaml_strings():
     assert "b: [x]\n- dataset: {id: evil/x}" in entry["notes"] and HOSTILE in entry["notes"]
 
 
-@pytest.mark.parametrize("dataset", ["not a dataset", "a/b/c", "org/x--y", "org/name@bad rev", ""])
+@pytest.mark.parametrize("dataset", ["not a dataset", "a/b/c", "org/x--y", "org/name@bad rev", "", "noowner",
+                                     "org/name@../../etc", "org/name@-rf"])
 def test_a_bad_dataset_id_is_refused(tmp_path, dataset):
     with pytest.raises(AuditInputError, match="--eval-results-dataset"):
         write_eval_results(_result(), tmp_path, dataset)
