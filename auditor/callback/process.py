@@ -155,7 +155,7 @@ def _check_policy(policy: str, suite: str | None) -> None:
     from ..scorers import SCORERS
     from ..suite import preset_metric_units
 
-    if suite is not None and not suite.replace("-", "").replace("_", "").isalnum():  # a manifest path
+    if suite is not None and Path(suite).suffix:  # a manifest file, as auditor.suite.manifest.manifest_path tells
         return
     units = preset_metric_units(SCORERS)
     load_policy(policy, sorted(units), units)
