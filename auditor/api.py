@@ -125,12 +125,12 @@ def report_folders(adapters: tuple[str, ...], out: Path, nested: bool = False) -
     return folders
 
 
-def expand_run(adapters: tuple[str, ...], checkpoints: str | None, stop_at_first_fail: bool
+def expand_run(adapters: tuple[str, ...], checkpoints: str | None, stop_at_first_fail: bool, allow_bin: bool = False
                ) -> tuple[tuple[str, ...], TrainingRun | None]:
     """The adapters to audit: a training run folder given alone (``checkpoint-N/`` folders in it, not itself an
     adapter; with ``--checkpoints`` or ``--stop-at-first-fail`` it may be one too, as a Trainer's output_dir after
     ``save_model()``) becomes its selected checkpoints in step order (``checkpoints``: ``--checkpoints``, default
-    all).
+    all; ``allow_bin``: ``--allow-bin``, checkpoints saved as adapter_model.bin are taken too).
 
     Raises:
         AuditInputError: ``--checkpoints`` or ``--stop-at-first-fail`` without a run folder, a run folder given
@@ -151,7 +151,7 @@ def expand_run(adapters: tuple[str, ...], checkpoints: str | None, stop_at_first
             raise AuditInputError(what, "needs a training run folder (one holding checkpoint-N folders) as the "
                                         "one argument")
         return adapters, None
-    run = training_run(runs[0], checkpoints or "all", stop_at_first_fail)
+    run = training_run(runs[0], checkpoints or "all", stop_at_first_fail, allow_bin)
     return tuple(str(c.path) for c in run.checkpoints), run
 
 

@@ -213,7 +213,7 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
     from .inspect.paths import parse_size
     from .options import AuditOptions
 
-    adapters, run = expand_run(adapters, checkpoints, stop_at_first_fail)
+    adapters, run = expand_run(adapters, checkpoints, stop_at_first_fail, allow_bin)
     report_folders(adapters, out, nested=run is not None)  # checked before the options: a bad --out fails first
 
     opts = AuditOptions(base=base, policy=policy, suite=suite, label=label, limit=limit,
@@ -281,10 +281,14 @@ def report_cmd(results_json: Path, out: Path | None, quiet: bool, as_json: bool,
     from .reports.hub import check_hub_outputs, hub_targets, write_hub_outputs, written_line
 
     hub = HubOutputs(eval_results, eval_results_dataset, model_card, overwrite)
-    targets = hub_targets(hub, report_folder_names([str(results_json.resolve().parent)]), nested=False)
+    hub.check_options()
     if out is None and not hub.wanted:
         raise click.UsageError("give --out DIR (the reports), --eval-results DIR or --model-card FILE")
     result = load_results(results_json)
+    # {adapter} is the adapter's name as the run names it: its folder (a hub adapter: its repo's name or subfolder)
+    ref = result.adapter.hub or {}
+    targets = hub_targets(hub, report_folder_names([ref.get("subfolder") or ref.get("repo_id") or result.adapter.path]),
+                          nested=False)
     if hub.wanted:  # every file checked before any is written
         check_hub_outputs(hub, targets, [c.metric for c in result.comparisons])
     try:

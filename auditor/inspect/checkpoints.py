@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import AuditInputError
-from .paths import CONFIG_NAME, WEIGHTS_NAME
+from .paths import BIN_NAME, CONFIG_NAME, WEIGHTS_NAME
 
 _CHECKPOINT = re.compile(r"checkpoint-(\d+)")
 #: trainer_state.json files larger than this are not read (a long run's log history); the folder name is used
@@ -90,17 +90,23 @@ def find_checkpoints(run_dir: str | Path) -> list[Checkpoint]:
     return sorted((checkpoint_step(f) for f in folders), key=lambda c: (c.step, c.path.name))
 
 
-def check_selected(picked: list[Checkpoint], found: list[Checkpoint]) -> list[Checkpoint]:
+def check_selected(picked: list[Checkpoint], found: list[Checkpoint], allow_bin: bool = False) -> list[Checkpoint]:
     """``picked`` (the checkpoints ``--checkpoints`` selected from ``found``, the run's all) when each holds adapter
     weights and is the only one of the run at its step; a fault of a checkpoint that was not selected (one still
     being written, a full-model save) does not stop the others.
 
     Raises:
-        AuditInputError: a selected checkpoint without adapter_model.safetensors, or at the same step as another
+        AuditInputError: a selected checkpoint without adapter_model.safetensors (or, with ``allow_bin``,
+            adapter_model.bin), or at the same step as another
             checkpoint of the run.
     """
     for c in picked:
         if not (c.path / WEIGHTS_NAME).is_file():
+            if (c.path / BIN_NAME).is_file():
+                if allow_bin:  # converted to safetensors in the cache, as any --allow-bin adapter
+                    continue
+                raise AuditInputError(c.path, f"holds {BIN_NAME} (a pickle file, which can run code when loaded), "
+                                              f"not {WEIGHTS_NAME}; audit it with --allow-bin if you trust the run")
             raise AuditInputError(c.path, f"no {WEIGHTS_NAME} in this checkpoint (a full-model checkpoint, or one "
                                           "still being written?); select the others with --checkpoints steps:...")
         twin = next((o for o in found if o.step == c.step and o.path != c.path), None)
@@ -165,8 +171,10 @@ class TrainingRun:
     stop_at_first_fail: bool = False
 
 
-def training_run(run_dir: str | Path, selection: str = "all", stop_at_first_fail: bool = False) -> TrainingRun:
-    """The checkpoints of ``run_dir`` that ``selection`` (``--checkpoints``) names, in step order.
+def training_run(run_dir: str | Path, selection: str = "all", stop_at_first_fail: bool = False,
+                 allow_bin: bool = False) -> TrainingRun:
+    """The checkpoints of ``run_dir`` that ``selection`` (``--checkpoints``) names, in step order; ``allow_bin``
+    (``--allow-bin``): a checkpoint saved as ``adapter_model.bin`` is taken (the pipeline converts it).
 
     Raises:
         AuditInputError: as :func:`find_checkpoints`, :func:`parse_selection`, :func:`select` and
@@ -174,6 +182,6 @@ def training_run(run_dir: str | Path, selection: str = "all", stop_at_first_fail
     """
     wanted = parse_selection(selection)  # a bad value is refused before the folder is read
     found = find_checkpoints(run_dir)
-    picked = check_selected(select(found, wanted), found)
+    picked = check_selected(select(found, wanted), found, allow_bin)
     return TrainingRun(run_dir=str(run_dir), selection=selection, checkpoints=tuple(picked),
                        stop_at_first_fail=stop_at_first_fail)

@@ -13,6 +13,7 @@ it re-serialises the front matter on save, which would not keep it byte for byte
 
 from __future__ import annotations
 
+import re
 import stat
 from pathlib import Path
 
@@ -57,13 +58,15 @@ def render_card_section(result: AuditResult) -> str:
 
 
 def _marker_lines(text: str, marker: str) -> list[int]:
-    """Start offsets of the lines of ``text`` that are ``marker`` alone (surrounding blanks allowed)."""
-    out, pos = [], 0
-    for line in text.splitlines(keepends=True):
-        if line.strip() == marker:
-            out.append(pos)
-        pos += len(line)
-    return out
+    """Start offsets of the lines of ``text`` that are ``marker`` alone (surrounding blanks allowed) as an HTML
+    block of the Markdown: a marker line inside a fenced or indented code block (a card that shows how the
+    markers look) is text, not a marker. Parsed with markdown-it-py (CommonMark), lines counted as it counts them."""
+    from markdown_it import MarkdownIt
+
+    starts = [0, *(m.end() for m in re.finditer(r"\r\n?|\n", text))]
+    return [starts[tok.map[0]] for tok in MarkdownIt("commonmark").parse(text)
+            if tok.type == "html_block" and tok.map and tok.content.strip() == marker
+            and text[starts[tok.map[0]]:].split("\n", 1)[0].strip() == marker]
 
 
 def splice_card(card: str, section: str, path: str | Path = "model card") -> str:

@@ -61,7 +61,8 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
 def check_writable_folder(folder: Path, option: str) -> None:
     """Refuse, before any work is done, a folder that cannot hold the files an option asks for: it (or a
     parent) is a file, or the nearest folder that exists refuses a new file. Creates nothing (a probe file
-    is written and removed in that nearest folder), so a run refused for bad input leaves no empty folder.
+    is written and removed in that nearest folder, whose access and modification times are then put back),
+    so a run refused for bad input leaves no empty folder and no changed time stamp.
 
     Args:
         folder: the folder the files will go to (created later, when it does not exist yet).
@@ -75,11 +76,16 @@ def check_writable_folder(folder: Path, option: str) -> None:
             raise AuditInputError(p, f"{option} must be a folder, but this is a file")
     here = next((p for p in (folder, *folder.parents) if p.exists()), Path("."))
     try:
+        before = here.stat()
         with tempfile.NamedTemporaryFile(dir=here, prefix=".auditor-write-check-"):
             pass
     except OSError as e:
         raise AuditInputError(folder, f"{option} cannot be written in {here} ({e.strerror or type(e).__name__})"
                               ) from None
+    try:  # the probe leaves no trace: the folder's times as they were (a folder of someone else's: as it can)
+        os.utime(here, ns=(before.st_atime_ns, before.st_mtime_ns))
+    except OSError:
+        pass
 
 
 def write_text_file(path: Path, text: str, mode: int = 0o644) -> None:

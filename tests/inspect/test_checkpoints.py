@@ -108,3 +108,15 @@ def test_an_output_dir_that_is_an_adapter_too_is_a_run_when_checkpoints_are_aske
     assert expand_run((str(run),), None, False) == ((str(run),), None)  # the final adapter alone
     adapters, found = expand_run((str(run),), "last:1", False)
     assert found is not None and adapters == (str(run / "checkpoint-20"),)
+
+
+def test_a_checkpoint_saved_as_bin_is_taken_with_allow_bin_only(tmp_path):
+    run = _run(tmp_path, {"checkpoint-10": 10, "checkpoint-20": 20})
+    pickled = run / "checkpoint-20"
+    (pickled / "adapter_model.safetensors").unlink()
+    (pickled / "adapter_model.bin").write_bytes(b"")
+    with pytest.raises(AuditInputError, match="holds adapter_model.bin .* audit it with --allow-bin") as e:
+        training_run(run)
+    assert e.value.path == str(pickled)
+    assert [c.step for c in training_run(run, allow_bin=True).checkpoints] == [10, 20]
+    assert [c.step for c in training_run(run, "steps:10").checkpoints] == [10]  # not selected: not in the way

@@ -18,7 +18,7 @@ from huggingface_hub import EvalResultEntry, parse_eval_result_entries
 from test_report import HOSTILE, _results, _typed
 
 from auditor.errors import AuditInputError
-from auditor.reports import write_eval_results, write_model_card
+from auditor.reports import report_folder_names, write_eval_results, write_model_card
 from auditor.reports.eval_results import render_eval_results
 from auditor.reports.markdown import md
 from auditor.reports.model_card import BEGIN, END, render_card_section, splice_card
@@ -176,6 +176,17 @@ def test_broken_markers_are_refused_and_the_card_untouched(tmp_path, card):
         splice_card(card, "s")
 
 
+def test_markers_shown_in_a_code_block_are_text_not_markers():
+    """A card that shows the markers in a fenced (or indented) code block: those lines are left alone, the real
+    section (or, with none, a new one at the end) is what is replaced."""
+    shown = f"# Card\n\nPut the section between:\n\n```\n{BEGIN}\n{END}\n```\n\n    {BEGIN}\n\ntext\n"
+    assert splice_card(shown, f"{BEGIN}\nnew\n{END}\n") == shown + f"\n{BEGIN}\nnew\n{END}\n"
+    real = shown + f"\n{BEGIN}\nold\n{END}\nafter\n"
+    assert splice_card(real, f"{BEGIN}\nnew\n{END}\n") == shown + f"\n{BEGIN}\nnew\n{END}\nafter\n"
+    with pytest.raises(AuditInputError, match="1 begin, 0 end"):  # a real begin with only a shown end
+        splice_card(f"{BEGIN}\n\n```\n{END}\n```\n", "s")
+
+
 # --------------------------------------------------------------------------- audit report (no model)
 
 def _saved(tmp_path) -> Path:
@@ -191,7 +202,10 @@ def test_audit_report_writes_them_from_results_json(tmp_path, cli):
                "--model-card", tmp_path / "cards" / "{adapter}.md", "--quiet")
     assert proc.returncode == 1, proc.stderr  # the saved verdict is FAIL
     assert list(_entries(tmp_path / "hub")) == ["math.numeric_match.yaml", "verbosity.words.yaml"]
-    assert (tmp_path / "cards" / "ckpt_1.md").read_text(encoding="utf-8") == render_card_section(_result())
+    # {adapter}: the adapter's name (its folder, made safe) as the run names it, not results.json's folder
+    name = report_folder_names([_result().adapter.path])[0]
+    assert name.startswith("script_img") and [p.name for p in (tmp_path / "cards").iterdir()] == [f"{name}.md"]
+    assert (tmp_path / "cards" / f"{name}.md").read_text(encoding="utf-8") == render_card_section(_result())
     assert not (tmp_path / "hub" / "report.html").exists()  # no --out: no reports
     proc = cli("report", results, "--eval-results", tmp_path / "hub", "--eval-results-dataset", DATASET)
     assert_one_line_error(proc, "math.numeric_match.yaml: exists; it is not overwritten without --overwrite")
