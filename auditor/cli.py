@@ -17,9 +17,9 @@ from rich.console import Console
 from .backends import BACKENDS
 from .errors import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, EXIT_PASS, EXIT_POLICY_FAIL, AuditInputError
 from .reports.hub import HubOutputs, hub_click_options
-from .reports.terminal import print_run_table, print_summary
+from .reports.merge import merge_command
+from .reports.terminal import print_adapter_summary, print_run_table, print_summary
 from .reports.terminal import t as _t
-from .results import AuditResult
 from .util.text import strip_controls
 
 console = Console(stderr=True, highlight=False)
@@ -239,7 +239,7 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
         if fmt == "checklist":
             click.echo(paths["checklist.md"].read_text(encoding="utf-8"), nl=False)
         if not quiet:
-            _print_adapter(result, paths, several=len(adapters) > 1)
+            print_adapter_summary(console, result, paths["report.html"], several=len(adapters) > 1)
     failed = any(not r.passed for r in all_results)  # a run: 1 when any audited checkpoint fails, as for several
     if summary is not None and not quiet:
         print_run_table(console, summary)
@@ -251,21 +251,9 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
 
         _echo_json(to_plain(summary))
     elif fmt == "json":
-        _echo_json(all_results[0].to_dict() if len(adapters) == 1 else _several_json(all_results))
+        _echo_json(all_results[0].to_dict() if len(adapters) == 1 else
+                   {"verdict": "fail" if failed else "pass", "adapters": [r.to_dict() for r in all_results]})
     sys.exit(EXIT_POLICY_FAIL if failed else EXIT_PASS)
-
-
-def _print_adapter(result: AuditResult, paths: dict[str, Path], several: bool) -> None:
-    """One adapter's summary table on stderr (its path first when there are several) and its report's path."""
-    if several:
-        console.print(f"[bold]{_t(result.adapter.path)}[/]")
-    print_summary(console, result)
-    console.print(f"report: {_t(paths['report.html'])}")
-
-
-def _several_json(results: list[AuditResult]) -> dict[str, object]:
-    """``--json`` of several adapters: ``{verdict, adapters: [results.json's content, ...]}`` (fail when any fails)."""
-    return {"verdict": "pass" if all(r.passed for r in results) else "fail", "adapters": [r.to_dict() for r in results]}
 
 
 def _echo_json(obj: object) -> None:
@@ -273,38 +261,6 @@ def _echo_json(obj: object) -> None:
     import json
 
     click.echo(json.dumps(obj, indent=2, ensure_ascii=False))
-
-
-@cli.command("merge")
-@click.argument("shards", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--out", "out", type=click.Path(path_type=Path), default=Path("audit-report"), show_default=True,
-              help="Folder for the merged index: index.html, summary.md and one report folder per adapter.")
-@click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors; the exit code carries the verdict.")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print {verdict, adapters: [results.json's content, ...]} on stdout, as `audit A B --json`.")
-def merge_cmd(shards: tuple[Path, ...], out: Path, quiet: bool, as_json: bool) -> None:
-    """Merge the results of CI shards into one index, without loading any model.
-
-    \b
-    SHARDS: the shards' report folders (as `audit ... --out shard-N` wrote them; searched for results.json
-    at any depth, so a folder of downloaded artifacts will do) or results.json files. Every file is checked
-    as `audit report` checks one; the same adapter in two shards, and shards audited against another base,
-    suite, policy or --baseline, are refused. OUT gets what `audit A B C --out OUT` writes (one report folder
-    per adapter, re-rendered, and index.html; rows in adapter path order) plus summary.md, the index in
-    Markdown for $GITHUB_STEP_SUMMARY. The exit code is that run's: 1 when any adapter does not pass.
-    """
-    from .reports.merge import merge_shards, write_merged
-
-    results = [s.result for s in merge_shards(shards, out)]
-    merged = write_merged(results, out)
-    if not quiet:
-        for result, paths in zip(results, merged.paths):
-            _print_adapter(result, paths, several=True)
-        n_fail = sum(r.verdict.verdict == "fail" for r in results)
-        console.print(f"{n_fail} of {len(results)} adapters fail; index: {_t(merged.index)}")
-    if as_json:
-        _echo_json(_several_json(results))
-    sys.exit(EXIT_PASS if all(r.passed for r in results) else EXIT_POLICY_FAIL)
 
 
 @cli.command("report")
@@ -345,6 +301,9 @@ def report_cmd(results_json: Path, out: Path | None, quiet: bool, as_json: bool,
     elif fmt == "checklist":
         click.echo(render_checklist(result), nl=False)
     sys.exit(EXIT_PASS if result.passed else EXIT_POLICY_FAIL)
+
+
+cli.add_command(merge_command(console))
 
 
 def _size(n: float) -> str:

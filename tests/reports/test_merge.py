@@ -199,5 +199,4 @@ def test_shards_of_another_suite_policy_or_base_are_refused(fleet, tmp_path, cli
 
 
 def test_merge_needs_a_shard(cli):
-    r = cli("merge")
-    assert r.returncode == 2 and "Missing argument" in r.stderr
+    assert_one_line_error(cli("merge"), "Missing argument", "audit merge --help")
