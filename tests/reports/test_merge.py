@@ -200,3 +200,20 @@ def test_shards_of_another_suite_policy_or_base_are_refused(fleet, tmp_path, cli
 
 def test_merge_needs_a_shard(cli):
     assert_one_line_error(cli("merge"), "Missing argument", "audit merge --help")
+
+
+def test_the_markdown_index_fits_a_job_summary_however_many_adapters(fleet):
+    from auditor.reports import load_results
+    from auditor.reports.markdown import INDEX_MAX_BYTES, render_index_md
+
+    shards = fleet[2]
+    ada = load_results(shards / "shard-0" / "results.json")  # fails
+    summary = "## ❌ adapter-auditor: FAIL\n" + "x" * 50_000 + "\n"
+    text = render_index_md([ada] * 40, [f"ada-{k}" for k in range(40)], [summary] * 40)
+    assert len(text.encode()) <= INDEX_MAX_BYTES
+    assert text.count("/report.html |") == 40  # every row
+    kept = text.count("## ❌ adapter-auditor: FAIL")
+    assert 0 < kept < 40 and f"the summaries of {40 - kept} more adapters" in text
+    many = 20_000  # rows alone over the limit: the table is cut too, saying so
+    text = render_index_md([ada] * many, [f"a{k}" for k in range(many)], [summary] * many)
+    assert len(text.encode()) <= INDEX_MAX_BYTES and "more adapters left out to fit the job summary" in text
