@@ -17,7 +17,8 @@ from rich.console import Console
 from .backends import BACKENDS
 from .errors import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, EXIT_PASS, EXIT_POLICY_FAIL, AuditInputError
 from .reports.hub import HubOutputs, hub_click_options
-from .reports.terminal import print_run_table, print_summary
+from .reports.merge import merge_command
+from .reports.terminal import print_adapter_summary, print_run_table, print_summary
 from .reports.terminal import t as _t
 from .util.text import strip_controls
 
@@ -47,6 +48,7 @@ def cli() -> None:
       audit adapter-a adapter-b ...   (one base pass, one report each + index.html)
       audit RUN_DIR [--checkpoints all|last:K|every:N|steps:a,b]   (a training run's checkpoint-N/ folders)
       audit report results.json --out DIR
+      audit merge shard-0 shard-1 ... --out DIR   (CI shards' results.json files → one index)
       audit cache info | audit cache clear [--all]
     """
 
@@ -236,12 +238,8 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
     for result, paths in zip(all_results, written):
         if fmt == "checklist":
             click.echo(paths["checklist.md"].read_text(encoding="utf-8"), nl=False)
-        if quiet:
-            continue
-        if len(adapters) > 1:
-            console.print(f"[bold]{_t(result.adapter.path)}[/]")
-        print_summary(console, result)
-        console.print(f"report: {_t(paths['report.html'])}")
+        if not quiet:
+            print_adapter_summary(console, result, paths["report.html"], several=len(adapters) > 1)
     failed = any(not r.passed for r in all_results)  # a run: 1 when any audited checkpoint fails, as for several
     if summary is not None and not quiet:
         print_run_table(console, summary)
@@ -307,6 +305,9 @@ def report_cmd(results_json: Path, out: Path | None, quiet: bool, as_json: bool,
     elif fmt == "checklist":
         click.echo(render_checklist(result), nl=False)
     sys.exit(EXIT_PASS if result.passed else EXIT_POLICY_FAIL)
+
+
+cli.add_command(merge_command(console))
 
 
 def _size(n: float) -> str:

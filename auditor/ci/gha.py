@@ -20,6 +20,9 @@ into a script), and GitHub's runner provides ``GITHUB_*`` / ``RUNNER_*``.
 ``cache-key`` the key the cache folder is saved under (the restore prefix and a
              digest of its content index) and whether it holds anything the
              restored cache did not (``save``).
+``shards``   splits the adapters ``prepare`` found (``GATE_ADAPTERS_JSON``) into the ``matrix`` of a job per
+             shard, ``GATE_ADAPTERS_PER_SHARD`` each (examples/workflows/adapter-gate-sharded.yml; the
+             shards' reports are merged by ``audit merge``). Stdlib only.
 ``comment``  posts or updates one sticky pull-request comment (found by a
              hidden marker naming this use of the action) with the same
              summary. A comment that cannot be posted (a fork's read-only
@@ -33,6 +36,7 @@ or an input is malformed.
 from __future__ import annotations
 
 import ast
+import glob
 import hashlib
 import json
 import re
@@ -170,6 +174,40 @@ def prepare() -> int:
     return 0
 
 
+#: GitHub runs at most 256 jobs of one matrix
+MAX_MATRIX_JOBS = 256
+
+
+def shard_matrix(adapters: list[str], per_shard: int, max_shards: int = MAX_MATRIX_JOBS) -> dict[str, list[dict]]:
+    """The ``strategy.matrix`` of the shard jobs: ``{"include": [{"shard": k, "adapters": "..."}, ...]}``, each
+    shard a run of ``per_shard`` consecutive adapters in the order given (more per shard where ``max_shards``
+    jobs would not hold them all), its ``adapters`` the action's ``adapters`` input: the paths shell-quoted, glob
+    characters escaped (so a folder named ``a[1]`` matches itself only). No adapters, no shard.
+
+    Raises:
+        GateError: ``per_shard`` below 1.
+    """
+    if per_shard < 1:
+        raise GateError(f"adapters-per-shard must be a positive whole number, not {per_shard}")
+    per_shard = max(per_shard, -(-len(adapters) // max_shards))
+    chunks = [adapters[k:k + per_shard] for k in range(0, len(adapters), per_shard)]
+    return {"include": [{"shard": k, "adapters": shlex.join(glob.escape(a) for a in chunk)}
+                        for k, chunk in enumerate(chunks)]}
+
+
+def shards() -> int:
+    """The ``shards`` step: the ``matrix`` output (:func:`shard_matrix` of ``GATE_ADAPTERS_JSON``, the ``adapters``
+    output of ``prepare``, and ``GATE_ADAPTERS_PER_SHARD``, default 4) and ``count``, the number of shards."""
+    text = env("GATE_ADAPTERS_PER_SHARD") or "4"
+    if not text.isdigit():
+        raise GateError(f"adapters-per-shard must be a positive whole number, not {text!r}")
+    matrix = shard_matrix(adapters_from_env(), int(text))
+    print(f"adapter-auditor: {len(matrix['include'])} shard(s): "
+          + "; ".join(f"{m['shard']}: {m['adapters']}" for m in matrix["include"]), flush=True)
+    set_outputs(matrix=json.dumps(matrix), count=str(len(matrix["include"])))
+    return 0
+
+
 def embedded_base_requirement() -> str:
     """The pip requirement of the embedded default base (``auditor.inspect.base_model.INSTALL_HINT``), read
     from the source so that the pin lives in one place and nothing is imported before the install."""
@@ -301,7 +339,8 @@ def run() -> int:
     return code
 
 
-STEPS = {"prepare": prepare, "install": install, "run": run, "cache-key": cache_key, "comment": comment}
+STEPS = {"prepare": prepare, "install": install, "run": run, "cache-key": cache_key, "shards": shards,
+         "comment": comment}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,6 +5,7 @@
   :mod:`.junit`: junit.xml; :mod:`.sarif`: results.sarif;
 * :mod:`.results_file`: results.json written and read back (schema-checked, then typed);
 * :mod:`.terminal`: the summary table on stderr;
+* :mod:`.merge`: ``audit merge``, the results.json files of CI shards → one index;
 * :mod:`.eval_results`: the Hugging Face Hub's ``.eval_results/*.yaml``; :mod:`.model_card`: the "Audit against
   the base" section of a model card; :mod:`.hub`: where they go for each adapter.
 

@@ -12,7 +12,6 @@ import base64
 import dataclasses
 import hashlib
 from pathlib import Path
-from typing import Any
 
 import jinja2
 import markupsafe
@@ -22,11 +21,11 @@ from ..results import AuditResult
 from ..util.text import strip_controls
 from .training_run import limit_lines, trajectory_charts
 from .view import (
-    _num,
     adapter_card,
     chart_groups,
     comparison_cells,
     group_summary,
+    index_rows,
     item_rows,
     limit_note,
     no_drift_note,
@@ -65,12 +64,7 @@ def render_index(results: list[AuditResult], folders: list[str], run: RunSummary
     DriftScore (points), failing rules and a link to its report. For a training run (``run``), the checkpoints'
     step and the run's trajectory first: the last passing and first failing checkpoints, and one inline SVG chart
     per metric of Δ with its 95% interval over ``global_step`` (:func:`~auditor.reports.training_run.trajectory_charts`)."""
-    rows: list[dict[str, Any]] = []
-    for k, (r, folder) in enumerate(zip(results, folders)):
-        rows.append({"path": r.adapter.path, "verdict": r.verdict.verdict, "label": r.drift.label,
-                     "drift": _num(r.drift.drift_score_pts, "+.1f"), "folder": folder,
-                     "href": f"{folder}/report.html", "failing": r.verdict.failing,
-                     "step": run.checkpoints[k].step if run is not None else None})
+    rows = index_rows(results, folders, run)
     n_fail = sum(row["verdict"] == "fail" for row in rows)
     charts = trajectory_charts(run, limit_lines(results)) if run is not None else []
     return _ENV.get_template("index.html.j2").render(

@@ -12,10 +12,20 @@ from typing import Any
 from ..records import MetricComparison
 from ..results import AuditResult
 from ..util.text import strip_controls
-from .view import comparison_cells, failing_rules, limit_note, no_drift_note, prompt_lines, rules_by_outcome
+from .view import (
+    comparison_cells,
+    failing_rules,
+    index_rows,
+    limit_note,
+    no_drift_note,
+    prompt_lines,
+    rules_by_outcome,
+)
 
 #: GitHub refuses PR comments over 65,536 characters; the summary stays under this
 SUMMARY_MAX_CHARS = 60_000
+#: GitHub takes at most 1 MiB of ``$GITHUB_STEP_SUMMARY`` per step; a merge's summary.md stays under this (UTF-8 bytes)
+INDEX_MAX_BYTES = 1_000_000
 
 
 def md(text: Any) -> str:
@@ -72,6 +82,45 @@ def render_summary_md(result: AuditResult, report_name: str = "report.html") -> 
         note = "\n\n… cut to fit a PR comment; see the full report.\n"
         text = text[: SUMMARY_MAX_CHARS - len(note)].rsplit("\n", 1)[0] + note
     return text
+
+
+def render_index_md(results: Sequence[AuditResult], folders: Sequence[str], summaries: Sequence[str]) -> str:
+    """The Markdown index of several adapters (``audit merge``'s summary.md, for ``$GITHUB_STEP_SUMMARY``): the
+    verdict over all (FAIL when any adapter fails), a table with index.html's cells (adapter, verdict, nominal
+    label, DriftScore in points, failing rules, report), then the ``summaries`` (each adapter's summary.md, in the
+    order of ``results``) of the adapters that did not pass. At most :data:`INDEX_MAX_BYTES` bytes: summaries that
+    do not fit are left out, then table rows, each saying how many."""
+    rows = index_rows(results, folders)
+    n_fail = sum(r["verdict"] == "fail" for r in rows)
+    verdict = "fail" if n_fail else "pass"
+    head = [f"# {'❌' if n_fail else '✅'} adapter-auditor: {verdict.upper()} ({n_fail} of {len(rows)} adapters fail)",
+            "", f"Base **{md(results[0].base.name)}**, suite {md(results[0].suite.name)}; index: index.html.", "",
+            "| adapter | verdict | nominal label | DriftScore (points) | failing rules | report |",
+            "|---|---|---|---:|---|---|"]
+    table = [f"| {md(r['path'])} | {r['verdict'].upper()} | {md(r['label'] or '—')} | {r['drift']} | "
+             + ("; ".join(md(f.rule) for f in r["failing"]) or "—") + f" | {md(r['href'])} |" for r in rows]
+    details = [s for r, s in zip(rows, summaries) if r["verdict"] != "pass"]
+    size = len("\n".join(head).encode()) + 400  # room for the notes
+    kept_rows = _fitting(table, size, INDEX_MAX_BYTES)
+    size += sum(len(x.encode()) + 1 for x in table[:kept_rows])
+    kept = _fitting(details, size, INDEX_MAX_BYTES)
+    lines = head + table[:kept_rows]
+    if kept_rows < len(table):
+        lines.append(f"\n… {len(table) - kept_rows} more adapters left out to fit the job summary; see index.html.")
+    lines += [""] + details[:kept]
+    if kept < len(details):
+        lines.append(f"… the summaries of {len(details) - kept} more adapters that did not pass are left out to fit; "
+                     "see each adapter's summary.md.")
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _fitting(parts: Sequence[str], used: int, limit: int) -> int:
+    """How many of ``parts`` (from the first, each with a newline) fit in ``limit`` bytes after ``used``."""
+    for k, part in enumerate(parts):
+        used += len(part.encode()) + 1
+        if used > limit:
+            return k
+    return len(parts)
 
 
 def md_drift_lines(result: AuditResult) -> list[str]:

@@ -62,6 +62,15 @@ def print_summary(console: Console, result: AuditResult) -> None:
     console.print(f"[bold {colour}]verdict: {t(v.verdict).upper()}[/]")
 
 
+def print_adapter_summary(console: Console, result: AuditResult, report: Path, several: bool) -> None:
+    """:func:`print_summary` of one adapter of an audit, its path above it when the audit has ``several``, and the
+    path of its ``report`` (report.html) below it."""
+    if several:
+        console.print(f"[bold]{t(result.adapter.path)}[/]")
+    print_summary(console, result)
+    console.print(f"report: {t(report)}")
+
+
 def print_run_table(console: Console, run: RunSummary) -> None:
     """A training run's checkpoints (step × verdict × DriftScore × failing rules), then the last passing and the
     first failing checkpoint."""

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..records import DriftResult, MetricComparison, RuleOutcome, TokenizerFiles, VocabResize
+from ..records.training_run import RunSummary
 from ..results import AuditResult, ItemRecord
 from ..scorers import SCORERS
 from ..util.text import strip_controls
@@ -283,6 +284,17 @@ def rules_by_outcome(rules: Sequence[RuleOutcome],
                      order: tuple[str, ...] = ("fail", "warn", "pass", "not_run")) -> list[RuleOutcome]:
     """The rules sorted by outcome in ``order`` (failing first by default); other outcomes last."""
     return sorted(rules, key=lambda r: order.index(r.outcome) if r.outcome in order else len(order))
+
+
+def index_rows(results: Sequence[AuditResult], folders: Sequence[str], run: RunSummary | None = None
+               ) -> list[dict[str, Any]]:
+    """One row per adapter of a multi-adapter index (index.html, a merge's summary.md): ``path``, ``verdict``,
+    nominal ``label``, ``drift`` (DriftScore in points, formatted), its report ``folder`` and ``href``, the
+    ``failing`` rules and, for a training run (``run``), the checkpoint's ``step``."""
+    return [{"path": r.adapter.path, "verdict": r.verdict.verdict, "label": r.drift.label,
+             "drift": _num(r.drift.drift_score_pts, "+.1f"), "folder": folder, "href": f"{folder}/report.html",
+             "failing": r.verdict.failing, "step": run.checkpoints[k].step if run is not None else None}
+            for k, (r, folder) in enumerate(zip(results, folders))]
 
 
 def failing_rules(result: AuditResult) -> list[RuleOutcome]:

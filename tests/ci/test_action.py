@@ -33,6 +33,7 @@ from conftest import DEMO_ADAPTERS, ROOT, write_adapter
 
 ACTION = ROOT / "action.yml"
 EXAMPLE = ROOT / "examples" / "workflows" / "adapter-gate.yml"
+SHARDED = ROOT / "examples" / "workflows" / "adapter-gate-sharded.yml"
 SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
 
 
@@ -97,6 +98,40 @@ def test_example_workflow_matches_schemastore_schema_and_uses_the_action_inputs(
     assert "self-hosted" in EXAMPLE.read_text()  # the GPU runner variant, commented
 
 
+def test_sharded_example_workflow_finds_shards_audits_them_and_merges_one_verdict():
+    wf = load_yaml(SHARDED)
+    assert schema_errors(wf, "github-workflow.json") == []
+    assert wf["on"]["pull_request"] is None and "paths" not in json.dumps(wf["on"])
+    changes, audit, merge = (wf["jobs"][j] for j in ("changes", "audit", "merge"))
+    runs = {s.get("id"): s.get("run", "") for s in changes["steps"]}
+    # the changed adapters, found by the action's own step (auditor/ci/changes.py), split into a matrix
+    assert runs["prep"] == "python -m auditor.ci.gha prepare" and runs["shards"] == "python -m auditor.ci.gha shards"
+    assert changes["outputs"]["matrix"] == "${{ steps.shards.outputs.matrix }}"
+    assert audit["strategy"]["matrix"] == "${{ fromJSON(needs.changes.outputs.matrix) }}"
+    assert audit["strategy"]["fail-fast"] is False
+    # each shard: the action on its adapters, into its own folder and artifact, no PR comment per shard
+    gate = next(s for s in audit["steps"] if "adapter-auditor@" in s.get("uses", ""))
+    assert set(gate["with"]) <= set(load_yaml(ACTION)["inputs"])
+    assert gate["with"]["adapters"] == "${{ matrix.adapters }}" and gate["with"]["comment"] == "false"
+    assert gate["with"]["output-dir"] == "shard-${{ matrix.shard }}"
+    assert gate["continue-on-error"] is True  # a FAIL is the merge's; an audit without a verdict fails the shard
+    assert "steps.gate.outputs.verdict" in audit["steps"][-1]["if"] and "exit 1" in audit["steps"][-1]["run"]
+    minutes = int(re.search(r"(\d+)m", gate["with"]["budget"]).group(1))
+    per_shard = int(next(s for s in changes["steps"] if s.get("id") == "shards")["env"]["GATE_ADAPTERS_PER_SHARD"])
+    assert (minutes + 10) * per_shard + 10 <= audit["timeout-minutes"]
+    # the merge: every shard's artifact, `audit merge`, the summary on the job's page, the merged reports
+    assert merge["needs"] == ["changes", "audit"] and merge["if"] == "${{ !cancelled() }}"
+    steps = {s.get("uses", "").split("@")[0] or s["name"]: s for s in merge["steps"]}
+    pattern = steps["actions/download-artifact"]["with"]["pattern"]
+    assert re.fullmatch(pattern.replace("*", ".*"), gate["with"]["artifact-name"].replace("${{ matrix.shard }}", "3"))
+    merge_run = steps["Merge the shards into one index"]["run"]
+    assert merge_run == f"audit merge {steps['actions/download-artifact']['with']['path']} --out audit-report"
+    assert '>> "$GITHUB_STEP_SUMMARY"' in steps["Publish the summary"]["run"]
+    check = steps["Check that every shard ended with a verdict"]
+    assert check["env"]["AUDIT"] == "${{ needs.audit.result }}" and "if" not in check
+    assert "--cache-dir" in SHARDED.read_text()  # the object store named as the alternative to actions/cache
+
+
 def _tool(name: str) -> str:
     """A linter installed by the test extra (beside this Python, or on PATH)."""
     found = shutil.which(name, path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
@@ -105,26 +140,43 @@ def _tool(name: str) -> str:
     return found
 
 
-def test_actionlint_is_clean_on_the_example_workflow_and_the_local_action(tmp_path):
-    lint = [_tool("actionlint"), f"-shellcheck={_tool('shellcheck')}"]  # shellcheck checks the run scripts
-    proc = subprocess.run([*lint, str(EXAMPLE)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    # the same workflow calling the action as a local one (`uses: ./`): actionlint then reads
-    # action.yml too and checks the `with:` keys against its inputs
+def _lint_as_local_action(example: Path, tmp_path: Path, edit: Callable[[str], str] = lambda text: text
+                         ) -> subprocess.CompletedProcess:
+    """actionlint (with shellcheck on the run scripts) on ``example`` (edited by ``edit``) calling the action as a
+    local one (``uses: ./``) in a fresh repository holding action.yml: actionlint then reads action.yml too and
+    checks the ``with:`` keys against its inputs."""
+    lint = [_tool("actionlint"), f"-shellcheck={_tool('shellcheck')}"]
     repo = tmp_path / "repo"
-    (repo / ".github" / "workflows").mkdir(parents=True)
+    (repo / ".github" / "workflows").mkdir(parents=True, exist_ok=True)
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     shutil.copy(ACTION, repo / "action.yml")
-    workflow = repo / ".github" / "workflows" / "gate.yml"
-    local = re.sub(r"uses: [\w.-]+/adapter-auditor@\S+", "uses: ./", EXAMPLE.read_text())
+    local = re.sub(r"uses: [\w.-]+/adapter-auditor@\S+", "uses: ./", example.read_text())
     assert "uses: ./\n" in local
-    workflow.write_text(local)
-    proc = subprocess.run(lint, capture_output=True, text=True, cwd=repo)
+    (repo / ".github" / "workflows" / "gate.yml").write_text(edit(local))
+    return subprocess.run(lint, capture_output=True, text=True, cwd=repo)
+
+
+@pytest.mark.parametrize("example", [EXAMPLE, SHARDED], ids=["one-job", "sharded"])
+def test_actionlint_is_clean_on_the_example_workflow_and_the_local_action(tmp_path, example):
+    lint = [_tool("actionlint"), f"-shellcheck={_tool('shellcheck')}"]  # shellcheck checks the run scripts
+    proc = subprocess.run([*lint, str(example)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = _lint_as_local_action(example, tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # and it would say so: an input the action lacks, an unquoted variable (shellcheck)
-    workflow.write_text(local.replace("output-dir: audit-report", "output-folder: audit-report")
-                        .replace('echo "adapter-auditor verdict: $VERDICT', 'echo verdict $VERDICT "'))
-    proc = subprocess.run(lint, capture_output=True, text=True, cwd=repo)
+    broken = {EXAMPLE: [("output-dir: audit-report", "output-folder: audit-report"),
+                        ('echo "adapter-auditor verdict: $VERDICT', 'echo verdict $VERDICT "')],
+              SHARDED: [("output-dir: shard-", "output-folder: shard-"),
+                        ('cat audit-report/summary.md >> "$GITHUB_STEP_SUMMARY"',
+                         "cat audit-report/summary.md >> $GITHUB_STEP_SUMMARY")]}[example]
+
+    def edit(text: str) -> str:
+        for old, new in broken:
+            assert old in text
+            text = text.replace(old, new)
+        return text
+
+    proc = _lint_as_local_action(example, tmp_path / "broken", edit)
     assert proc.returncode == 1 and 'input "output-folder" is not defined' in proc.stdout, proc.stdout
     assert "SC2086" in proc.stdout
 
@@ -973,3 +1025,33 @@ def test_several_adapters_get_one_sarif_with_a_category_each(tmp_path):
     runs = json.loads(merged.read_text())["runs"]
     assert [r["automationDetails"]["id"] for r in runs] == ["adapter-auditor/a/", "adapter-auditor/b/"]
     assert gha.merged_sarif([tmp_path / "none"], tmp_path) is None
+
+
+def test_the_shards_step_splits_the_changed_adapters_into_a_matrix_the_action_reads_back(tmp_path, monkeypatch, capsys):
+    from auditor.ci import gha
+    from auditor.ci.changes import expand_adapters, split_adapter_input
+
+    names = ["adapters/a", "adapters/b b", "adapters/c[1]", "adapters/d*", "adapters/e"]
+    for n in names:
+        write_adapter(tmp_path / n, layers=1)
+    (tmp_path / "adapters" / "c1").mkdir()  # what an unescaped glob c[1] would match
+    write_adapter(tmp_path / "adapters" / "c1", layers=1)
+    matrix = gha.shard_matrix(names, 2)
+    assert [m["shard"] for m in matrix["include"]] == [0, 1, 2]
+    # each shard's `adapters` input, as the action reads it, is its own run of adapters and nothing else
+    back = [expand_adapters(split_adapter_input(m["adapters"]), tmp_path) for m in matrix["include"]]
+    assert back == [names[0:2], names[2:4], names[4:]]
+    assert gha.shard_matrix([], 2) == {"include": []}
+    assert len(gha.shard_matrix([f"a{k}" for k in range(600)], 1)["include"]) == 200  # 3 a shard: <= 256 jobs
+    # the step: outputs for the matrix job, or one error line
+    out = tmp_path / "github_output"
+    monkeypatch.setenv("GITHUB_OUTPUT", str(out))
+    monkeypatch.setenv("GATE_ADAPTERS_JSON", json.dumps(names))
+    monkeypatch.setenv("GATE_ADAPTERS_PER_SHARD", "3")
+    assert gha.main(["shards"]) == 0
+    outputs = dict(line.split("=", 1) for line in out.read_text().splitlines())
+    assert json.loads(outputs["matrix"]) == gha.shard_matrix(names, 3) and outputs["count"] == "2"
+    monkeypatch.setenv("GATE_ADAPTERS_PER_SHARD", "0")
+    capsys.readouterr()
+    assert gha.main(["shards"]) == 2
+    assert "error: adapters-per-shard must be a positive whole number, not 0" in capsys.readouterr().err

@@ -1,0 +1,228 @@
+"""``audit merge``: one index of many adapters from the results.json files of several shards.
+
+A fleet of adapters audited as CI shards (a matrix job each, ``audit A B --out shard-0``, ``audit C D --out
+shard-1``) comes back as folders of results.json files. :func:`merge_shards` reads them (each checked as ``audit
+report`` checks one: :func:`~auditor.reports.results_file.load_results`), refuses what one multi-adapter run would
+never hold together, and :func:`write_merged` writes what that run writes: each adapter's reports re-rendered in
+``out/<adapter folder name>/`` and ``out/index.html``, plus ``out/summary.md``, the Markdown index for
+``$GITHUB_STEP_SUMMARY`` (:func:`~auditor.reports.markdown.render_index_md`). :func:`merge_command` is the click
+command (registered by :mod:`auditor.cli`, as :func:`~auditor.reports.hub.hub_click_options` are its options).
+
+Refused (one line naming the file, exit code 2):
+
+* the same adapter in two results files (same content digest: weights and config, as ``audit A A`` refuses it),
+  or one adapter path audited with two different contents (results from two commits): shards must not overlap,
+  and picking one of two verdicts would hide which one the gate used;
+* results audited against another base (its folder digest), suite (name, version and the suite's own items:
+  ``--capability`` and ``--limit`` change them), policy (its canonical sha256) or ``--baseline`` adapter than the
+  first file's: one index would mix verdicts that were not judged alike.
+
+The rows are in adapter path order (the order the GitHub Action lists changed adapters), whatever the order of the
+shards, so a merge is the same however the matrix split the adapters.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from ..errors import EXIT_PASS, EXIT_POLICY_FAIL, AuditInputError
+from ..results import AuditResult
+from ..util.files import write_text_file
+from ..util.hashing import canonical_sha256
+from ..util.text import strip_controls
+from .markdown import render_index_md
+from .results_file import load_results
+from .terminal import print_adapter_summary, t
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One results file of a merge: where it was read from and the audit it holds."""
+
+    path: Path
+    result: AuditResult
+
+
+@dataclass(frozen=True)
+class MergedReports:
+    """What :func:`write_merged` wrote: each adapter's report folder and files (report name → path), in row order,
+    ``index.html`` and ``summary.md``."""
+
+    folders: list[Path]
+    paths: list[dict[str, Path]]
+    index: Path
+    summary: Path
+
+
+def results_files(paths: Sequence[Path], out: Path | None = None) -> list[Path]:
+    """The results.json files that ``paths`` name: a file as it is, a folder searched for ``results.json`` at any
+    depth (a shard's ``--out`` folder: ``results.json`` for one adapter, ``<name>/results.json`` for several; a
+    folder of downloaded artifacts: one level more). Files inside ``out`` (an earlier merge's re-rendered copies)
+    are left out; a file named twice is read once.
+
+    Returns:
+        Paths in the order given, each folder's files sorted.
+
+    Raises:
+        AuditInputError: a path that does not exist, or a folder holding no results.json.
+    """
+    inside = out.resolve() if out is not None else None
+    found: dict[Path, Path] = {}
+    for p in paths:
+        if p.is_dir():
+            hits = sorted(f for f in p.rglob("results.json") if f.is_file()
+                          and not (inside is not None and f.resolve().is_relative_to(inside)))
+            if not hits:
+                raise AuditInputError(p, "holds no results.json (give shard report folders, as `audit --out` "
+                                         "wrote them, or results.json files)")
+        elif p.exists():
+            hits = [p]
+        else:
+            raise AuditInputError(p, "no such file or folder")
+        for f in hits:
+            found.setdefault(f.resolve(), f)
+    return list(found.values())
+
+
+def audit_setting(result: AuditResult) -> dict[str, tuple[str, str]]:
+    """What every audit of one index must share, as ``{what: (identity, one line naming it)}``, the identities
+    content digests (paths differ between machines): the base (its folder digest), the suite (name, version and
+    the sha256 of its own items, those of the first look: rounds add items per adapter), the policy (the canonical
+    sha256 of its content) and the ``--baseline`` adapter (its content digest)."""
+    b, s, p = result.base, result.suite, result.policy
+    own_items = canonical_sha256([[it.id, [dict(m) for m in it.messages], it.max_new_tokens, it.target]
+                                  for it in result.items if it.round == 1])
+    base = b.folder_sha256 or b.content_hash
+    prev = result.baseline.adapter if result.baseline is not None else None
+    prev_digest = "" if prev is None else prev.content_sha256 or prev.sha256
+    return {
+        "base": (base, f"base {b.name!r} (folder sha256 {base[:12]})"),
+        "suite": (f"{s.name}\0{s.version}\0{own_items}", f"suite {s.name!r} v{s.version} (items sha256 {own_items[:12]})"),
+        "policy": (p.sha256, f"policy {p.path!r} (sha256 {p.sha256[:12]})"),
+        "baseline": (prev_digest, "no --baseline" if prev is None else
+                     f"--baseline {prev.path!r} (sha256 {prev_digest[:12]})"),
+    }
+
+
+def adapter_identity(result: AuditResult) -> str:
+    """The adapter's content digest (weights and config; the weights' sha256 for results that lack it)."""
+    return result.adapter.content_sha256 or result.adapter.sha256
+
+
+def merge_shards(paths: Sequence[Path], out: Path | None = None) -> list[Shard]:
+    """Read and check every results.json that ``paths`` name (:func:`results_files`), in adapter path order.
+
+    Raises:
+        AuditInputError: a file that is not a results.json of this schema version (unreadable, invalid, newer or
+            older, a run.json), an adapter in two files, or an audit setting that differs from the first file's
+            (see the module doc); the line names the file and, for a clash, the file it clashes with.
+    """
+    shards = [Shard(f, load_results(f)) for f in results_files(paths, out)]
+    first = shards[0]
+    setting = audit_setting(first.result)
+    by_digest: dict[str, Shard] = {}
+    by_path: dict[str, Shard] = {}
+    for shard in shards:
+        r = shard.result
+        for what, (key, line) in audit_setting(r).items():
+            if key != setting[what][0]:
+                raise AuditInputError(shard.path, f"another {what} than {first.path}: {line}, not "
+                                                  f"{setting[what][1]}; one index would mix verdicts judged "
+                                                  "differently: merge the shards of one audit (one base, suite, "
+                                                  "policy and --baseline)")
+        digest = adapter_identity(r)
+        if (seen := by_digest.get(digest)) is not None:
+            raise AuditInputError(shard.path, f"audits the same adapter (weights and config sha256 {digest[:12]}) "
+                                              f"as {seen.path}: each adapter belongs to one shard (do the shards' "
+                                              "adapter lists overlap, or is a stale artifact among them?)")
+        if (seen := by_path.get(r.adapter.path)) is not None:
+            raise AuditInputError(shard.path, f"audits adapter {strip_controls(r.adapter.path)!r} with other "
+                                              f"content (sha256 {digest[:12]}) than {seen.path} "
+                                              f"({adapter_identity(seen.result)[:12]}): results of two commits?")
+        by_digest[digest] = by_path[r.adapter.path] = shard
+    return sorted(shards, key=lambda s: (s.result.adapter.path, adapter_identity(s.result)))
+
+
+def check_merge_out(results: Sequence[AuditResult], out: Path) -> list[Path]:
+    """Each adapter's report folder under ``out`` (``out/<adapter folder name>``, as a multi-adapter run names
+    them: :func:`~auditor.reports.report_folder_names`), each checked before anything is written.
+
+    Raises:
+        AuditInputError: a folder that cannot hold the reports.
+    """
+    from . import check_out_dir, report_folder_names
+
+    check_out_dir(out)
+    folders = [out / n for n in report_folder_names([r.adapter.path for r in results])]
+    for f in folders:
+        check_out_dir(f)
+    return folders
+
+
+def write_merged(results: Sequence[AuditResult], out: Path) -> MergedReports:
+    """Write what a multi-adapter run writes for ``results`` (in that order): each one's reports re-rendered
+    into its folder (:func:`~auditor.reports.write_reports`, as ``audit report`` does), ``out/index.html``
+    (:func:`~auditor.reports.write_index`), and ``out/summary.md`` (the Markdown index with the summaries of the
+    adapters that did not pass, :func:`~auditor.reports.markdown.render_index_md`).
+
+    Raises:
+        AuditInputError: ``out`` cannot hold the reports, or a result cannot be rendered (naming its adapter).
+    """
+    from . import ReportRenderError, write_index, write_reports
+
+    folders = check_merge_out(results, out)
+    paths = []
+    for result, folder in zip(results, folders):
+        try:
+            paths.append(write_reports(result, folder, keep_results=False))
+        except ReportRenderError as e:
+            raise AuditInputError(result.adapter.path, e.fault) from None
+    index = write_index(list(results), [f.name for f in folders], out)
+    summaries = [(p["summary.md"].read_text(encoding="utf-8")) for p in paths]
+    write_text_file(out / "summary.md", render_index_md(list(results), [f.name for f in folders], summaries))
+    return MergedReports(folders, paths, index, out / "summary.md")
+
+
+def merge_command(console: Console) -> click.Command:
+    """The ``audit merge`` command (its summary printed to ``console``, the ``audit`` command's stderr)."""
+
+    @click.command("merge")
+    @click.argument("shards", nargs=-1, required=True, type=click.Path(path_type=Path))
+    @click.option("--out", "out", type=click.Path(path_type=Path), default=Path("audit-report"), show_default=True,
+                  help="Folder for the merged index: index.html, summary.md and one report folder per adapter.")
+    @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors; the exit code carries the verdict.")
+    @click.option("--json", "as_json", is_flag=True,
+                  help="Print {verdict, adapters: [results.json's content, ...]} on stdout, as `audit A B --json`.")
+    def merge_cmd(shards: tuple[Path, ...], out: Path, quiet: bool, as_json: bool) -> None:
+        """Merge the results of CI shards into one index, without loading any model.
+
+        \b
+        SHARDS: the shards' report folders (as `audit ... --out shard-N` wrote them; searched for
+        results.json at any depth, so a folder of downloaded artifacts will do) or results.json files.
+        Every file is checked as `audit report` checks one; the same adapter in two shards, and shards
+        audited against another base, suite, policy or --baseline, are refused. OUT gets what
+        `audit A B C --out OUT` writes (one report folder per adapter, re-rendered, and index.html; rows
+        in adapter path order) plus summary.md, the index in Markdown for $GITHUB_STEP_SUMMARY. The exit
+        code is that run's: 1 when any adapter does not pass.
+        """
+        results = [s.result for s in merge_shards(shards, out)]
+        merged = write_merged(results, out)
+        passed = all(r.passed for r in results)
+        if not quiet:
+            for result, paths in zip(results, merged.paths):
+                print_adapter_summary(console, result, paths["report.html"], several=True)
+            n_fail = sum(r.verdict.verdict == "fail" for r in results)
+            console.print(f"{n_fail} of {len(results)} adapters fail; index: {t(merged.index)}")
+        if as_json:  # as `audit A B --json`
+            click.echo(json.dumps({"verdict": "pass" if passed else "fail", "adapters": [r.to_dict() for r in results]},
+                                  indent=2, ensure_ascii=False))
+        sys.exit(EXIT_PASS if passed else EXIT_POLICY_FAIL)
+
+    return merge_cmd
