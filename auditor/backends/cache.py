@@ -40,7 +40,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,22 +129,35 @@ class GenerationCache:
 
     def get(self, key: str, variant: str) -> tuple[str, int] | None:
         """The cached (text, n_tokens) for ``key``, or None (counted as a miss)."""
-        entry = None
-        if self.store is not None:
-            try:
-                raw = json.loads(self.store.read(self._rel(key)).decode("utf-8", "surrogatepass"))
-                if (raw.get("format") == CACHE_FORMAT and raw.get("key") == key and isinstance(raw.get("text"), str)
-                        and isinstance(raw.get("n_tokens"), int) and not isinstance(raw["n_tokens"], bool)):
-                    entry = (raw["text"], raw["n_tokens"])
-                else:
-                    self.stats.unreadable += 1
-            except FileNotFoundError:
-                pass
-            except (OSError, ValueError, AttributeError):
-                self.stats.unreadable += 1
-        counter = self.stats.hits if entry is not None else self.stats.misses
-        counter[variant] = counter.get(variant, 0) + 1
-        return entry
+        return self.get_many([(key, variant)])[0]
+
+    def get_many(self, asked: Sequence[tuple[str, str]]) -> list[tuple[str, int] | None]:
+        """:meth:`get` of each (key, variant), in order; an object store's entries are read in concurrent
+        requests (one round trip's latency for the lot, not one per entry)."""
+        got = self.store.read_many([self._rel(k) for k, _ in asked]) if self.store is not None else {}
+        out = []
+        for key, variant in asked:
+            entry = self._parse(key, got.get(self._rel(key), FileNotFoundError()))
+            counter = self.stats.hits if entry is not None else self.stats.misses
+            counter[variant] = counter.get(variant, 0) + 1
+            out.append(entry)
+        return out
+
+    def _parse(self, key: str, data: bytes | OSError) -> tuple[str, int] | None:
+        """An entry's (text, n_tokens); None when absent, or unreadable (counted: a torn or foreign file)."""
+        if isinstance(data, FileNotFoundError):
+            return None
+        try:
+            if isinstance(data, OSError):
+                raise data
+            raw = json.loads(data.decode("utf-8", "surrogatepass"))
+            if (raw.get("format") == CACHE_FORMAT and raw.get("key") == key and isinstance(raw.get("text"), str)
+                    and isinstance(raw.get("n_tokens"), int) and not isinstance(raw["n_tokens"], bool)):
+                return raw["text"], raw["n_tokens"]
+        except (OSError, ValueError, AttributeError):
+            pass
+        self.stats.unreadable += 1
+        return None
 
     def put(self, key: str, text: str, n_tokens: int, about: dict[str, Any]) -> None:
         """Store one generation atomically. ``about`` (base/adapter digests, backend) is kept for ``cache info``.
@@ -209,7 +222,7 @@ def cache_info(root: Path | None = None, answers: CacheStore | None = None) -> d
     variants = {"base": 0, "adapter": 0}
     for raw in contents:
         try:
-            about = json.loads(raw if raw is not None else b"").get("about") or {}
+            about = json.loads(raw if isinstance(raw, bytes) else b"").get("about") or {}
             b, a = str(about.get("base", "?"))[:12], about.get("adapter")
         except (ValueError, AttributeError):
             unreadable += 1

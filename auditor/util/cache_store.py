@@ -166,21 +166,25 @@ class CacheStore:
                 out.append((path[len(base):], int(info.get("size") or 0)))
         return sorted(out)
 
-    def read_many(self, rels: list[str]) -> dict[str, bytes | None]:
-        """The bytes of several files (None for one that cannot be read); an object store's in concurrent requests."""
+    def read_many(self, rels: list[str]) -> dict[str, bytes | OSError]:
+        """The bytes of several files, an object store's in concurrent requests; a file that cannot be read maps
+        to its OSError (FileNotFoundError when there is none)."""
+        got: dict[str, bytes | OSError] = {}
         if self.local or not rels:
-            got: dict[str, bytes | None] = {}
             for rel in rels:
                 try:
                     got[rel] = self.read(rel)
-                except OSError:
-                    got[rel] = None
+                except OSError as e:
+                    got[rel] = e
             return got
         try:
             raw = self.fs.cat([self._full(r) for r in rels], on_error="return")
         except Exception as e:  # noqa: BLE001
             raise _os_error(e) from e
-        return {rel: v if isinstance(v, bytes) else None for rel in rels for v in [raw.get(self._full(rel))]}
+        for rel in rels:
+            v = raw.get(self._full(rel), FileNotFoundError(rel))
+            got[rel] = bytes(v) if isinstance(v, (bytes, bytearray)) else _os_error(v)
+        return got
 
     def remove(self, folder: str) -> tuple[int, int]:
         """Delete ``folder`` and everything in it (a symlinked folder is unlinked, not followed). Returns
@@ -277,6 +281,19 @@ def open_store(where: str | Path, option: str) -> CacheStore:
     if isinstance(fs, LocalFileSystem):
         return CacheStore(path.rstrip("/") or "/", "file", path.rstrip("/") or "/")
     return CacheStore(path.rstrip("/"), protocol, shown.rstrip("/"), fs)
+
+
+def cache_env(value: str | Path | None) -> dict[str, str]:
+    """The environment variables that give a child process (a Ray worker's ``runtime_env``, a CI job, an audit
+    subprocess) the cache ``--cache-dir value`` gives this one: a folder → ``AUDITOR_CACHE_DIR`` and
+    ``AUDITOR_GENERATION_CACHE`` both set to it (an inherited answer-cache variable must not win over it); a URL →
+    ``AUDITOR_GENERATION_CACHE``; None → nothing (the child inherits this process's variables)."""
+    if value is None:
+        return {}
+    if is_url(value):
+        return {ANSWER_CACHE_ENV: str(value)}
+    folder = str(Path(value).expanduser().absolute())
+    return {"AUDITOR_CACHE_DIR": folder, ANSWER_CACHE_ENV: folder}
 
 
 #: the answer store put into effect by :func:`using_cache_dir` (innermost last)

@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import random
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -20,7 +21,7 @@ import pytest
 from conftest import AUDIT, DEMO_ADAPTERS, ROOT, assert_one_line_error
 
 from auditor.backends.cache import CACHE_FORMAT, GenerationCache, cache_info
-from auditor.util.cache_store import ANSWER_CACHE_ENV, open_store, public_url, using_cache_dir
+from auditor.util.cache_store import ANSWER_CACHE_ENV, cache_env, open_store, public_url, using_cache_dir
 from auditor.util.hashing import canonical_json
 
 WRITERS, READERS = 6, 2
@@ -294,6 +295,18 @@ def test_using_cache_dir_puts_the_location_into_effect_and_takes_it_back(tmp_pat
     assert cache_dir() == before
 
 
+def test_a_child_process_given_cache_env_uses_the_same_cache(tmp_path):
+    """What a Ray worker or a CI job gets in its environment (cache_env) puts its answers where --cache-dir put
+    this process's: a URL through AUDITOR_GENERATION_CACHE, a folder through both variables."""
+    for value, expect in ((tmp_path / "all", tmp_path / "all" / "generations"),
+                          ((tmp_path / "answers").as_uri(), tmp_path / "answers" / "generations")):
+        env = {**os.environ, ANSWER_CACHE_ENV: str(tmp_path / "inherited"), **cache_env(str(value))}
+        code = "from auditor.backends.cache import GenerationCache as G; print(G.default().stats.location['path'])"
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+        assert proc.stdout.strip() == str(expect), proc.stderr
+    assert cache_env(None) == {}
+
+
 def test_urls_are_recorded_without_credentials():
     assert public_url("s3://KEY:SECRET@bucket/p?X-Amz-Signature=abc#x") == "s3://bucket/p"
     assert public_url("simplecache::sftp://user:pw@host:22/cache") == "simplecache::sftp://host:22/cache"
@@ -360,3 +373,30 @@ def test_an_unreachable_or_missing_bucket_is_refused(tmp_path, s3_env):
     line = _refused_before_any_model(tmp_path, "--cache-dir", "s3://answers/p", env=env)
     assert "s3://answers/p cannot be written" in line and "connect" in line.lower()
     assert "test" not in line.split("cannot be written")[0]  # no credentials in the message
+
+
+def test_an_audit_with_its_answers_on_s3_reads_them_back_and_records_where(tmp_path, s3_env, base_model, cli):
+    """A real audit (a tiny random-weight Llama and a LoRA on it, hf backend) with ``--cache-dir s3://…``: its
+    answers and its weight-space pre-screen go to the bucket, none to the local cache; a second audit on
+    another "machine" (a fresh local cache) takes every answer from the bucket and loads no model; results.json
+    says where the answers were."""
+    from test_model_families import _tiny_family
+
+    base, adapter = _tiny_family("llama", base_model, tmp_path)
+    url = "s3://answers/e2e"
+    runs = []
+    for k in range(2):
+        out = tmp_path / f"out{k}"
+        local = tmp_path / f"machine{k}"
+        with using_cache_dir(str(local)):  # the local cache of this "machine"
+            r = cli(adapter, "--base", base, "--capability", "math", "--limit", "2", "--budget", "0", "--backend", "hf",
+                    "--cache-dir", url, "--out", out, "--quiet")
+        assert r.returncode in (0, 1), r.stderr[-3000:]
+        runs.append(json.loads((out / "results.json").read_text())["run"])
+        assert not (local / "generations").exists() and not (local / "weight_space").exists()
+    first, second = runs
+    assert first["cache"]["location"] == second["cache"]["location"] == {"protocol": "s3", "path": "answers/e2e/generations"}
+    assert first["cache"]["writes"] == 4 and second["cache"]["hits"] == {"adapter": 2, "base": 2}
+    assert second["model_loaded"] is False
+    store = open_store(url, "test")
+    assert len(store.files("generations")) == 4 and len(store.files("weight_space")) == 1
