@@ -2,88 +2,25 @@
 ``$AUDITOR_GENERATION_CACHE``): real OS processes hammer one cache at once, on a plain folder, a ``file://``
 URL and (with s3fs and moto from the test extras) an S3 bucket served on 127.0.0.1; afterwards every entry
 is there, whole, with the bytes written, and no reader ever saw a torn one. And the one-line refusals of a
-location that cannot be used, before any model loads. No model is loaded here."""
+location that cannot be used, before any model loads. One audit of a tiny random-weight model; no real base loads."""
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import multiprocessing
 import os
-import random
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from cache_hammer import ABOUT, PER_WRITER, READERS, WRITERS, answer_of, entry_of, key_of, shared_keys, worker
 from conftest import AUDIT, DEMO_ADAPTERS, ROOT, assert_one_line_error
 
-from auditor.backends.cache import CACHE_FORMAT, GenerationCache, cache_info
+from auditor.backends.cache import GenerationCache, cache_info
 from auditor.util.cache_store import ANSWER_CACHE_ENV, cache_env, open_store, public_url, using_cache_dir
-from auditor.util.hashing import canonical_json
-
-WRITERS, READERS = 6, 2
-#: entries each writer writes: a folder takes about 4 s for 240 (on 2 busy cores), an S3 server in this
-#: process about 10 ms a request
-PER_WRITER = {"folder": 240, "s3": 40}
-ABOUT = {"base": "b" * 64, "adapter": None}
-
-
-def _key(i: int) -> str:
-    return hashlib.sha256(f"key {i}".encode()).hexdigest()
-
-
-def _answer(i: int, big: bool) -> tuple[str, int]:
-    """Key i's answer: the same for every writer (entries are content-addressed); 100 B to 24 kB, so a
-    write that is not atomic leaves a window a reader can fall into."""
-    return f"answer {i}: " + "é" * ((i * 7919) % (12000 if big else 1500)), i % 97
-
-
-def _entry(i: int, big: bool) -> bytes:
-    text, n = _answer(i, big)
-    return canonical_json({"format": CACHE_FORMAT, "key": _key(i), "text": text, "n_tokens": n, "about": ABOUT})
-
-
-def _keys(per: int) -> int:
-    """How many keys writers of ``per`` entries share: each key is written by two writers (overlapping halves)."""
-    return WRITERS * per // 2
-
-
-def _worker(where: str, me: int, per: int, big: bool, env: dict, barrier, done, results) -> None:
-    """A writer (me < WRITERS: its ``per`` keys, each followed by two reads of random keys, which other
-    writers may be writing at that moment) or a reader (reads random keys until the writers are done).
-    Reports what it saw: hits, misses, answers that differ from the key's (torn or wrong) and unreadable ones."""
-    os.environ.update(env)
-    cache = GenerationCache(where)
-    rng = random.Random(me)
-    wrong: list[int] = []
-    keys = _keys(per)
-
-    def read(i: int) -> None:
-        got = cache.get(_key(i), "base")
-        if got is not None and got != _answer(i, big):
-            wrong.append(i)
-
-    if me < WRITERS:
-        # this writer's keys and the next writer's first half overlap; every writer goes through its keys in
-        # one global order, so the two writers of a key reach it at about the same moment
-        mine = sorted(((me * per // 2 + j) % keys for j in range(per)), key=_key)
-        barrier.wait(timeout=120)
-        for i in mine:
-            cache.put(_key(i), *_answer(i, big), ABOUT)
-            read(rng.randrange(keys))
-            read(rng.randrange(keys))
-    else:
-        barrier.wait(timeout=120)
-        while not done.is_set():
-            read(rng.randrange(keys))
-            if not cache.store.local:
-                time.sleep(0.005)  # leave the S3 server (a thread of the test's process) time for the writers
-    s = cache.stats
-    results.put({"me": me, "hits": sum(s.hits.values()), "misses": sum(s.misses.values()), "wrong": wrong,
-                 "unreadable": s.unreadable, "writes": s.writes, "failed_writes": s.failed_writes})
 
 
 def _hammer(where: str, per: int, big: bool = True, env: dict | None = None) -> list[dict]:
@@ -91,7 +28,7 @@ def _hammer(where: str, per: int, big: bool = True, env: dict | None = None) -> 
     the same moment; returns their reports. Bounded: every process must end within two minutes."""
     ctx = multiprocessing.get_context("spawn")
     barrier, done, results = ctx.Barrier(WRITERS + READERS), ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(where, me, per, big, env or {}, barrier, done, results))
+    procs = [ctx.Process(target=worker, args=(where, me, per, big, env or {}, barrier, done, results))
              for me in range(WRITERS + READERS)]
     for p in procs:
         p.start()
@@ -126,10 +63,10 @@ def _check_store(where: str, per: int, big: bool = True) -> None:
     """Every key present once, with exactly the bytes written; no temporary or stray file."""
     store = open_store(where, "test")
     listed = store.files("")
-    assert [rel for rel, _ in listed] == sorted(f"{_key(i)[:2]}/{_key(i)}.json" for i in range(_keys(per)))
+    assert [rel for rel, _ in listed] == sorted(f"{key_of(i)[:2]}/{key_of(i)}.json" for i in range(shared_keys(per)))
     got = store.read_many([rel for rel, _ in listed])
-    for i in range(_keys(per)):
-        assert got[f"{_key(i)[:2]}/{_key(i)}.json"] == _entry(i, big), i
+    for i in range(shared_keys(per)):
+        assert got[f"{key_of(i)[:2]}/{key_of(i)}.json"] == entry_of(i, big), i
 
 
 @pytest.mark.parametrize("as_url", [False, True], ids=["folder", "file-url"])
@@ -171,7 +108,7 @@ def test_the_hammer_catches_a_deliberately_non_atomic_writer(tmp_path, monkeypat
         c = GenerationCache(where)
         while not stop.is_set():
             for i in keys:
-                c.get(_key(i), "base")
+                c.get(key_of(i), "base")
         seen["torn"] = c.stats.unreadable
 
     t = threading.Thread(target=reader)
@@ -179,7 +116,7 @@ def test_the_hammer_catches_a_deliberately_non_atomic_writer(tmp_path, monkeypat
     w = GenerationCache(where)
     for _ in range(5):
         for i in keys:
-            w.put(_key(i), *_answer(i, True), ABOUT)
+            w.put(key_of(i), *answer_of(i, True), ABOUT)
     stop.set()
     t.join(timeout=30)
     assert seen["torn"] > 0
@@ -318,14 +255,14 @@ def test_an_object_store_entry_is_one_put_and_is_read_back(tmp_path):
     """The fsspec path of the store (write = pipe_file, read, list, read_many, remove) on fsspec's in-memory
     filesystem, with cache_info over it; a torn object (what another tool might leave) is a miss."""
     c = GenerationCache("memory://answers/p/generations")
-    c.put(_key(1), *_answer(1, False), ABOUT)
-    assert c.get(_key(1), "base") == _answer(1, False) and c.get(_key(2), "base") is None
+    c.put(key_of(1), *answer_of(1, False), ABOUT)
+    assert c.get(key_of(1), "base") == answer_of(1, False) and c.get(key_of(2), "base") is None
     store = open_store("memory://answers/p", "test")
-    store.write(f"generations/{_key(2)[:2]}/{_key(2)}.json", _entry(2, False)[:30])
-    assert c.get(_key(2), "base") is None and c.stats.unreadable == 1
+    store.write(f"generations/{key_of(2)[:2]}/{key_of(2)}.json", entry_of(2, False)[:30])
+    assert c.get(key_of(2), "base") is None and c.stats.unreadable == 1
     info = cache_info(tmp_path, store)
     assert info["generations"]["entries"] == 2 and info["generations"]["unreadable"] == 1
-    assert store.remove("generations") == (2, len(_entry(1, False)) + 30) and store.files("generations") == []
+    assert store.remove("generations") == (2, len(entry_of(1, False)) + 30) and store.files("generations") == []
 
 
 def _missing_protocol() -> tuple[str, str]:
@@ -353,6 +290,11 @@ def test_a_protocol_without_its_package_is_one_line_naming_the_pip_install(tmp_p
     assert line == f"error: --cache-dir: {proto}:// needs the {package} package: pip install {package}"
     line = _refused_before_any_model(tmp_path, env={ANSWER_CACHE_ENV: f"{proto}://bucket/prefix"})
     assert line.startswith(f"error: {ANSWER_CACHE_ENV}: {proto}:// needs the {package} package")
+    # the Python API takes the option under the same name, and refuses it the same way
+    from auditor import AuditInputError, audit
+
+    with pytest.raises(AuditInputError, match=f"needs the {package} package: pip install {package}"):
+        audit(str(DEMO_ADAPTERS / "terse-instruct-r8"), cache_dir=f"{proto}://bucket/prefix")
 
 
 def test_an_unknown_protocol_and_an_unwritable_folder_are_refused(tmp_path):
