@@ -20,6 +20,7 @@ from .reports.hub import HubOutputs, hub_click_options
 from .reports.merge import merge_command
 from .reports.terminal import print_adapter_summary, print_run_table, print_summary
 from .reports.terminal import t as _t
+from .util.cache_store import CACHE_DIR_HELP
 from .util.text import strip_controls
 
 console = Console(stderr=True, highlight=False)
@@ -117,6 +118,7 @@ class _BatchSize(click.ParamType):
               help="Replay the base variant with another batch composition and report how many answers change.")
 @click.option("--no-cache", "no_cache", is_flag=True,
               help="Neither read nor write the generation cache (every answer generated afresh).")
+@click.option("--cache-dir", "cache_dir", default=None, metavar="DIR|URL", help=CACHE_DIR_HELP)
 @click.option("--data-dir", default=None, envvar="AUDITOR_DATA_DIR", show_envvar=True,
               type=click.Path(exists=True, file_okay=False, dir_okay=True),
               help="Folder with local copies of the standard benchmark files (IFEval, GSM8K, XSTest, "
@@ -193,7 +195,7 @@ class _BatchSize(click.ParamType):
 @hub_click_options
 def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, suite: str, label: str | None, limit: int | None,
             capabilities: tuple[str, ...], out: Path, batch_size: int | str, batching: str, noise_floor: bool,
-            no_cache: bool,
+            no_cache: bool, cache_dir: str | None,
             data_dir: str | None, quiet: bool, verbose: bool, as_json: bool, fmt: str, baseline: str | None, backend: str,
             dtype: str, vllm_args: tuple[str, ...], endpoint: str | None, served_base: str | None,
             served_adapters: tuple[str, ...], concurrency: int, allow_bin: bool,
@@ -220,7 +222,7 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
 
     opts = AuditOptions(base=base, policy=policy, suite=suite, label=label, limit=limit,
                         capabilities=capabilities, batch_size=batch_size, batching=batching, noise_floor=noise_floor, data_dir=data_dir,
-                        cache=not no_cache, progress=not quiet, verbose=verbose, baseline=baseline, backend=backend, dtype=dtype,
+                        cache=not no_cache, cache_dir=cache_dir, progress=not quiet, verbose=verbose, baseline=baseline, backend=backend, dtype=dtype,
                         vllm_args=parse_engine_args(vllm_args), endpoint=endpoint, served_base=served_base,
                         served_adapters=served_adapters, concurrency=concurrency, allow_bin=allow_bin,
                         max_adapter_bytes=None if max_adapter_size is None
@@ -322,26 +324,29 @@ def _size(n: float) -> str:
 def cache_group() -> None:
     """Inspect or clear the auditor's cache (generations, converted base models).
 
-    The cache lives in $AUDITOR_CACHE_DIR, else $XDG_CACHE_HOME/adapter-auditor,
-    else ~/.cache/adapter-auditor.
-    """
+    The cache lives in $AUDITOR_CACHE_DIR, else $XDG_CACHE_HOME/adapter-auditor, else ~/.cache/adapter-auditor;
+    the answer cache (generations, pre-screens) in $AUDITOR_GENERATION_CACHE when set (see --cache-dir)."""
 
 
 @cache_group.command("info")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
-def cache_info_cmd(as_json: bool) -> None:
+@click.option("--cache-dir", "cache_dir", default=None, metavar="DIR|URL", help=CACHE_DIR_HELP)
+def cache_info_cmd(as_json: bool, cache_dir: str | None) -> None:
     """Where the cache is and what it holds."""
     import json
 
     from .backends.cache import cache_info
+    from .util.cache_store import using_cache_dir
 
-    info = cache_info()
+    with using_cache_dir(cache_dir, write=False) as answers:
+        info = cache_info(None, answers)
     if as_json:
         click.echo(json.dumps(info, indent=2))
         return
     g = info["generations"]
     out = Console(highlight=False)
-    out.print(f"cache: {_t(info['root'])} ({_size(info['total_bytes'])})")
+    out.print(f"cache: {_t(info['root'])} ({_size(info['total_bytes'])})"
+              + ("" if answers.shown == info["root"] else f"; answer cache: {_t(answers.shown)}"))
     out.print(f"generations: {g['entries']} entries, {_size(g['bytes'])} "
               f"(base variant {g['by_variant']['base']}, adapter variant {g['by_variant']['adapter']}; "
               f"{len(g['by_base'])} base model(s), {len(g['by_adapter'])} adapter(s))"
@@ -353,14 +358,18 @@ def cache_info_cmd(as_json: bool) -> None:
 @cache_group.command("clear")
 @click.option("--all", "everything", is_flag=True,
               help="Also remove converted base models and NLTK data (rebuilt on the next audit).")
-def cache_clear_cmd(everything: bool) -> None:
-    """Delete cached generations (with --all: the whole cache)."""
+@click.option("--cache-dir", "cache_dir", default=None, metavar="DIR|URL", help=CACHE_DIR_HELP)
+def cache_clear_cmd(everything: bool, cache_dir: str | None) -> None:
+    """Delete cached generations and pre-screens (with --all: the whole local cache too); of a shared answer
+    cache only its generations/ and weight_space/ folders, never the rest of the prefix."""
     from .backends.cache import clear_cache
-    from .util.files import cache_dir
+    from .util.cache_store import using_cache_dir
+    from .util.files import cache_dir as local
 
-    removed = clear_cache(everything=everything)
-    Console(highlight=False).print(f"removed {removed['files']} files ({_size(removed['bytes'])}) "
-                                   f"from {_t(cache_dir())}")
+    with using_cache_dir(cache_dir) as answers:
+        removed = clear_cache(None, everything, answers)
+        where = _t(str(local())) + ("" if answers.shown == str(local()) else f" and {_t(answers.shown)}")
+    Console(highlight=False).print(f"removed {removed['files']} files ({_size(removed['bytes'])}) from {where}")
 
 
 def main() -> None:

@@ -40,6 +40,11 @@ class AuditOptions:
     noise_floor: bool = False
     #: read and write the generation cache (``--no-cache`` turns it off)
     cache: bool = True
+    #: ``--cache-dir``: a folder (the whole cache moves there, as with ``$AUDITOR_CACHE_DIR``) or an fsspec URL
+    #: (``s3://bucket/prefix``, ``gs://…``, ``file:///…``: the answer cache, generations and weight-space
+    #: pre-screens, goes there; converted models and the rest stay local); None: ``$AUDITOR_GENERATION_CACHE``
+    #: for the answer cache when set, else the local cache (:func:`auditor.util.cache_store.using_cache_dir`)
+    cache_dir: str | None = None
     #: show rich progress bars on stderr (``--quiet`` turns them off)
     progress: bool = True
     #: ``--verbose``: show the engine's own log lines (vLLM's) instead of keeping them in a log file

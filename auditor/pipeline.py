@@ -49,6 +49,7 @@ from .rounds import Spending, budget_for, draw, per_capability, tokens_per_item
 from .scorers import SCORERS, score_all
 from .suite import load_suite, plan_requests, preset_metric_units
 from .suite.pools import Pool
+from .util.cache_store import using_cache_dir
 from .util.files import cache_dir
 from .util.hashing import adapter_digest, folder_digest, sha256_file
 
@@ -89,6 +90,14 @@ def _given_adapters(opts: AuditOptions, adapters: tuple[str, ...]) -> tuple[tupl
 
 def run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print,
                stop_after: Callable[[AuditResult], bool] | None = None) -> list[AuditResult]:
+    """Audit several adapters of one base against one base pass, with the cache ``opts.cache_dir`` names
+    (checked first: a location that cannot be opened, reached or written is refused before anything else)."""
+    with using_cache_dir(opts.cache_dir):
+        return _run_audits(adapters, opts, log, stop_after)
+
+
+def _run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print,
+                stop_after: Callable[[AuditResult], bool] | None = None) -> list[AuditResult]:
     """Audit several adapters of one base against one base pass.
 
     The base variant of every item is generated once (or taken from the cache) and each adapter's
@@ -179,8 +188,13 @@ def run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print,
         log(f"[yellow]warning:[/] {escape(w)}")
     cs = cache.stats
     if cs.enabled:
-        log(f"generation cache: {sum(cs.hits.values())} hits ("
+        shared = "" if cs.location is None or cs.location["protocol"] == "file" and Path(cs.location["path"]).parent \
+            == cache_dir() else f" ({escape(cs.location['protocol'])}: {escape(cs.location['path'])})"
+        log(f"generation cache{shared}: {sum(cs.hits.values())} hits ("
             + ", ".join(f"{v} {n}" for v, n in sorted(cs.hits.items())) + f"), {sum(cs.misses.values())} generated")
+        if cs.failed_writes:
+            log(f"[yellow]warning:[/] {cs.failed_writes} answers could not be written to the cache "
+                f"({escape(cs.write_error)}); this audit has them, the next one generates them again")
     items = {i.id: i for i in suite.items}
     scorer_of = {c.name: c.scorer for c in suite.capabilities}
     base_gens = tuple(g for g in generations if g.variant == "base")

@@ -323,19 +323,20 @@ class CachedBackend:
         rendered = {(r.item.id, r.variant): self.render(r.item, r.variant) for r in requests}
         p = _Pending(variants, rendered, self.cache if use_cache else GenerationCache(None))
         settings = self.settings()
+        first: dict[tuple[str, str], Request] = {}
         for r in requests:
-            if (r.item.id, r.variant) in p.keys:
-                continue
-            key = generation_key(base=self.base_digest, adapter=self._adapter_key(r.variant),
-                                 messages=r.item.messages, max_new_tokens=r.item.max_new_tokens,
-                                 rendered=rendered[(r.item.id, r.variant)], settings=settings)
-            p.keys[(r.item.id, r.variant)] = key
-            hit = p.cache.get(key, r.variant)
+            first.setdefault((r.item.id, r.variant), r)
+        for (item_id, variant), r in first.items():
+            p.keys[(item_id, variant)] = generation_key(
+                base=self.base_digest, adapter=self._adapter_key(variant), messages=r.item.messages,
+                max_new_tokens=r.item.max_new_tokens, rendered=rendered[(item_id, variant)], settings=settings)
+        hits = p.cache.get_many([(p.keys[k], k[1]) for k in first])  # one round trip on an object store
+        for (item_id, variant), r, hit in zip(first, first.values(), hits):
             if hit is not None:
-                p.results[(r.item.id, r.variant)] = Generation(item_id=r.item.id, variant=r.variant, text=hit[0],
-                                                               n_tokens=hit[1], prompt=rendered[(r.item.id, r.variant)])
+                p.results[(item_id, variant)] = Generation(item_id=item_id, variant=variant, text=hit[0],
+                                                           n_tokens=hit[1], prompt=rendered[(item_id, variant)])
             else:
-                p.todo[r.variant].append(r.item)
+                p.todo[variant].append(r.item)
         return p
 
     def _record(self, p: _Pending, item: Item, variant: str, text: str, n: int) -> None:

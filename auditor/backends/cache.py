@@ -19,10 +19,15 @@ can change the answer (:func:`generation_key`):
 lm-eval's request cache is keyed by request only, not by model
 (lm-evaluation-harness#4063); this one cannot return another model's answer.
 
-Entries are single JSON files ``<root>/generations/<k[:2]>/<k>.json`` written
-to a temporary file and renamed into place, so a killed run leaves either a
-whole entry or none, and every finished batch is kept. An unreadable entry is
-treated as a miss and rewritten.
+Entries are single JSON files ``<root>/generations/<k[:2]>/<k>.json``. The root is the answer cache
+(:mod:`auditor.util.cache_store`): the local cache folder, a folder every worker mounts, or an object
+store (``--cache-dir s3://bucket/prefix``), shared by every process and machine that names it. A writer
+never shows a half entry: on a folder it writes a temporary sibling unique to it and renames it into
+place; on an object store the entry is one PUT of the whole object. So a killed run leaves either a whole
+entry or none, and every finished batch is kept. Several writers at once lose nothing: an entry is named
+by the sha256 of what determines its answer, so two writers of one key write the same bytes and whichever
+lands last leaves the same entry; no lock is taken. An entry that cannot be read or parsed (a torn file
+on a filesystem without atomic writes) is treated as a miss and rewritten.
 
 What the key cannot see: which *other* prompts shared the batch. On a backend
 that is not batch-invariant (transformers#25921) a cached answer may differ
@@ -35,19 +40,24 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from filelock import FileLock
 
-from ..util.files import atomic_write, cache_dir
+from ..errors import AuditInputError
+from ..util.cache_store import CacheStore, answer_store, open_store
+from ..util.files import cache_dir
 from ..util.hashing import canonical_json
 
 #: bump when the entry layout or the key material changes (old entries are then never hit)
 CACHE_FORMAT = 1
 GENERATIONS = "generations"
 _FILEHASHES = "filehashes"  # auditor.util.hashing.file_sha256's memos
+_WEIGHT_SPACE = "weight_space"  # auditor.inspect.weight_space's pre-screens (in the answer cache too)
 
 
 def generation_key(*, base: str, adapter: str | None, messages: Any, max_new_tokens: int, rendered: str,
@@ -70,64 +80,98 @@ def generation_key(*, base: str, adapter: str | None, messages: Any, max_new_tok
 
 @dataclass
 class CacheStats:
-    """Hits and misses per variant during one audit (counts of requests)."""
+    """Hits and misses per variant during one audit (counts of requests), entries written, entries that could
+    not be read (taken as misses) or written (the audit goes on without them), and where the cache is."""
 
     enabled: bool
     hits: dict[str, int] = field(default_factory=dict)
     misses: dict[str, int] = field(default_factory=dict)
     writes: int = 0
     unreadable: int = 0
+    failed_writes: int = 0
+    #: the generations folder: ``{"protocol": "file"|"s3"|..., "path": ...}`` (no credentials); None when disabled
+    location: dict[str, str] | None = None
+    #: the first write failure's reason (for the warning the pipeline logs)
+    write_error: str = ""
 
     def as_dict(self) -> dict[str, Any]:
+        """results.json's ``run.cache``: ``location`` when enabled, ``failed_writes`` when some failed."""
         return {"enabled": self.enabled, "hits": dict(sorted(self.hits.items())),
-                "misses": dict(sorted(self.misses.items())), "writes": self.writes, "unreadable": self.unreadable}
+                "misses": dict(sorted(self.misses.items())), "writes": self.writes, "unreadable": self.unreadable,
+                **({"failed_writes": self.failed_writes} if self.failed_writes else {}),
+                **({"location": dict(self.location)} if self.location is not None else {})}
 
 
 class GenerationCache:
-    """Read and write generation entries under ``root`` (default ``<cache>/generations``).
+    """Read and write generation entries under ``root``: the generations folder, a local path, a URL fsspec
+    opens (:func:`auditor.util.cache_store.open_store`) or a :class:`~auditor.util.cache_store.CacheStore`.
 
     ``GenerationCache(None)`` is a disabled cache (``--no-cache``): every
-    lookup misses and nothing is written.
+    lookup misses and nothing is written. Safe to share between processes and machines (module docstring).
+
+    Raises:
+        AuditInputError: ``root`` is a URL whose filesystem cannot be opened here.
     """
 
-    def __init__(self, root: Path | None) -> None:
-        self.root = Path(root) if root is not None else None
-        self.stats = CacheStats(enabled=root is not None)
+    def __init__(self, root: Path | str | CacheStore | None) -> None:
+        self.store = root if isinstance(root, CacheStore) or root is None else open_store(root, "generation cache")
+        self.stats = CacheStats(enabled=root is not None,
+                                location=self.store.where() if self.store is not None else None)
 
     @classmethod
     def default(cls, enabled: bool = True) -> GenerationCache:
-        return cls(cache_dir() / GENERATIONS if enabled else None)
+        """The generations folder of the answer cache in effect (:func:`auditor.util.cache_store.answer_store`)."""
+        return cls(answer_store().child(GENERATIONS) if enabled else None)
 
-    def _path(self, key: str) -> Path:
-        assert self.root is not None
-        return self.root / key[:2] / f"{key}.json"
+    @staticmethod
+    def _rel(key: str) -> str:
+        return f"{key[:2]}/{key}.json"
 
     def get(self, key: str, variant: str) -> tuple[str, int] | None:
         """The cached (text, n_tokens) for ``key``, or None (counted as a miss)."""
-        entry = None
-        if self.root is not None:
-            path = self._path(key)
-            try:
-                raw = json.loads(path.read_bytes().decode("utf-8", "surrogatepass"))
-                if (raw.get("format") == CACHE_FORMAT and raw.get("key") == key and isinstance(raw.get("text"), str)
-                        and isinstance(raw.get("n_tokens"), int) and not isinstance(raw["n_tokens"], bool)):
-                    entry = (raw["text"], raw["n_tokens"])
-                else:
-                    self.stats.unreadable += 1
-            except FileNotFoundError:
-                pass
-            except (OSError, ValueError, AttributeError):
-                self.stats.unreadable += 1
-        counter = self.stats.hits if entry is not None else self.stats.misses
-        counter[variant] = counter.get(variant, 0) + 1
-        return entry
+        return self.get_many([(key, variant)])[0]
+
+    def get_many(self, asked: Sequence[tuple[str, str]]) -> list[tuple[str, int] | None]:
+        """:meth:`get` of each (key, variant), in order; an object store's entries are read in concurrent
+        requests (one round trip's latency for the lot, not one per entry)."""
+        got = self.store.read_many([self._rel(k) for k, _ in asked]) if self.store is not None else {}
+        out = []
+        for key, variant in asked:
+            entry = self._parse(key, got.get(self._rel(key), FileNotFoundError()))
+            counter = self.stats.hits if entry is not None else self.stats.misses
+            counter[variant] = counter.get(variant, 0) + 1
+            out.append(entry)
+        return out
+
+    def _parse(self, key: str, data: bytes | OSError) -> tuple[str, int] | None:
+        """An entry's (text, n_tokens); None when absent, or unreadable (counted: a torn or foreign file)."""
+        if isinstance(data, FileNotFoundError):
+            return None
+        try:
+            if isinstance(data, OSError):
+                raise data
+            raw = json.loads(data.decode("utf-8", "surrogatepass"))
+            if (raw.get("format") == CACHE_FORMAT and raw.get("key") == key and isinstance(raw.get("text"), str)
+                    and isinstance(raw.get("n_tokens"), int) and not isinstance(raw["n_tokens"], bool)):
+                return raw["text"], raw["n_tokens"]
+        except (OSError, ValueError, AttributeError):
+            pass
+        self.stats.unreadable += 1
+        return None
 
     def put(self, key: str, text: str, n_tokens: int, about: dict[str, Any]) -> None:
-        """Store one generation atomically. ``about`` (base/adapter digests, backend) is kept for ``cache info``."""
-        if self.root is None:
+        """Store one generation atomically. ``about`` (base/adapter digests, backend) is kept for ``cache info``.
+        An entry that cannot be written (disk full, the object store unreachable) is counted in
+        ``stats.failed_writes``; the answer is not lost for this audit, only for the next."""
+        if self.store is None:
             return
-        atomic_write(self._path(key), canonical_json({"format": CACHE_FORMAT, "key": key, "text": text,
-                                                  "n_tokens": int(n_tokens), "about": about}))
+        try:
+            self.store.write(self._rel(key), canonical_json({"format": CACHE_FORMAT, "key": key, "text": text,
+                                                             "n_tokens": int(n_tokens), "about": about}))
+        except OSError as e:
+            self.stats.failed_writes += 1
+            self.stats.write_error = self.stats.write_error or (e.strerror or str(e) or type(e).__name__)
+            return
         self.stats.writes += 1
 
 
@@ -136,24 +180,51 @@ def _tree_size(path: Path) -> tuple[int, int]:
     return len(files), sum(p.stat().st_size for p in files)
 
 
-def cache_info(root: Path | None = None) -> dict[str, Any]:
-    """What the cache holds: generation entries (count, bytes, per base and adapter), converted models, other files.
+@contextmanager
+def _shared(answers: CacheStore, verb: str) -> Iterator[None]:
+    """The answer cache's failures (an object store out of reach) as one line naming it."""
+    try:
+        yield
+    except OSError as e:
+        raise AuditInputError(answers.shown, f"the answer cache cannot be {verb} ({e.strerror or e})") from None
 
-    Sizes are in bytes. Entries that cannot be read are counted as ``unreadable``.
+
+def _under(store: CacheStore, root: Path) -> bool:
+    """Whether the answer store is a folder inside the local cache folder (then counted with it)."""
+    return store.local and Path(store.root).is_relative_to(root)
+
+
+def cache_info(root: Path | None = None, answers: CacheStore | None = None) -> dict[str, Any]:
+    """What the cache holds: generation entries (count, bytes, per base and adapter), converted models, sizes.
+
+    Args:
+        root: the local cache folder (default :func:`~auditor.util.files.cache_dir`).
+        answers: the answer cache (default: ``root`` when given, else the one in effect,
+            :func:`~auditor.util.cache_store.answer_store`).
+
+    Returns:
+        ``root``, ``answers`` (``{"protocol", "path"}``), ``total_bytes`` (the local folder plus a
+        answer cache outside it), ``generations`` (``entries``, ``bytes``, ``unreadable``, ``by_variant``,
+        ``by_base``, ``by_adapter``) and ``models`` (name and bytes of each converted base). Sizes in bytes.
+
+    Raises:
+        AuditInputError: the answer cache cannot be listed or read.
     """
+    answers = answers if answers is not None else open_store(root, "cache") if root is not None else answer_store()
     root = Path(root) if root is not None else cache_dir()
-    gen = root / GENERATIONS
-    entries, size, unreadable = 0, 0, 0
+    with _shared(answers, "read"):
+        listed = [(rel, n) for rel, n in answers.files(GENERATIONS) if rel.endswith(".json") and rel.count("/") == 2]
+        contents = answers.read_many([rel for rel, _ in listed]).values()
+        outside = 0 if _under(answers, root) else sum(n for d in (GENERATIONS, _WEIGHT_SPACE) for _, n in answers.files(d))
+    unreadable = 0
     by_base: dict[str, int] = {}
     by_adapter: dict[str, int] = {}
     variants = {"base": 0, "adapter": 0}
-    for p in sorted(gen.glob("*/*.json")) if gen.is_dir() else []:
-        entries += 1
-        size += p.stat().st_size
+    for raw in contents:
         try:
-            about = json.loads(p.read_bytes()).get("about") or {}
+            about = json.loads(raw if isinstance(raw, bytes) else b"").get("about") or {}
             b, a = str(about.get("base", "?"))[:12], about.get("adapter")
-        except (OSError, ValueError, AttributeError):
+        except (ValueError, AttributeError):
             unreadable += 1
             continue
         by_base[b] = by_base.get(b, 0) + 1
@@ -167,23 +238,41 @@ def cache_info(root: Path | None = None) -> dict[str, Any]:
     for m in sorted(models.iterdir()) if models.is_dir() else []:
         if m.is_dir():
             model_rows.append({"name": m.name, "bytes": _tree_size(m)[1]})
-    _, total = _tree_size(root)
-    return {"root": str(root), "total_bytes": total,
-            "generations": {"entries": entries, "bytes": size, "unreadable": unreadable, "by_variant": variants,
-                            "by_base": by_base, "by_adapter": by_adapter},
+    return {"root": str(root), "answers": answers.where(), "total_bytes": _tree_size(root)[1] + outside,
+            "generations": {"entries": len(listed), "bytes": sum(n for _, n in listed), "unreadable": unreadable,
+                            "by_variant": variants, "by_base": by_base, "by_adapter": by_adapter},
             "models": model_rows}
 
 
-def clear_cache(root: Path | None = None, everything: bool = False) -> dict[str, int]:
-    """Delete the generation entries and weight-space pre-screens (and with ``everything`` the whole cache:
-    converted base models, file-hash memos, NLTK data). Returns removed counts and bytes."""
+def clear_cache(root: Path | None = None, everything: bool = False, answers: CacheStore | None = None
+                ) -> dict[str, int]:
+    """Delete the generation entries and weight-space pre-screens of the answer cache and the local file-hash
+    memos (and with ``everything`` the whole local cache: converted base models, NLTK data, throughput).
+    Only the answer cache's own folders are removed from a shared location, never the rest of its prefix.
+
+    Args:
+        root: the local cache folder (default :func:`~auditor.util.files.cache_dir`).
+        answers: the answer cache (default: ``root`` when given, else the one in effect).
+
+    Returns:
+        ``{"files", "bytes"}`` removed.
+
+    Raises:
+        AuditInputError: the answer cache cannot be listed or written.
+    """
+    answers = answers if answers is not None else open_store(root, "cache") if root is not None else answer_store()
     root = Path(root) if root is not None else cache_dir()
     if not everything:
-        targets = [root / GENERATIONS, root / _FILEHASHES, root / "weight_space"]  # + the pre-screens
+        targets = [root / _FILEHASHES]
     else:
         targets = [p for p in root.iterdir() if not p.name.endswith(".lock")] if root.is_dir() else []
     removed_files, removed_bytes = 0, 0
     with FileLock(str(root / ".clear.lock")):
+        for folder in (GENERATIONS, _WEIGHT_SPACE):  # the answer cache's (inside root or not)
+            with _shared(answers, "cleared"):
+                n, b = answers.remove(folder)
+            removed_files += n
+            removed_bytes += b
         for t in targets:
             if t.is_symlink():
                 n, b = 1, 0

@@ -123,7 +123,8 @@ def weight_space(weights: Path, cfg: AdapterConfig, base_path: Path, ranks: Mapp
                        intruders_per_module=intruders / n, top_k=top_k, epsilon=epsilon, skipped=tuple(skipped))
 
 
-#: the cache folder of pre-screens (under :func:`auditor.util.files.cache_dir`); bump the version when
+#: the cache folder of pre-screens (in the answer cache, :func:`auditor.util.cache_store.answer_store`: the local
+#: cache folder unless ``--cache-dir URL`` or ``$AUDITOR_GENERATION_CACHE`` shares it); bump the version when
 #: the computation changes
 CACHE_FOLDER, CACHE_VERSION = "weight_space", 1
 
@@ -132,28 +133,31 @@ def cached_weight_space(weights: Path, cfg: AdapterConfig, base_path: Path, rank
                         base_digest: str, enabled: bool = True) -> WeightSpace:
     """:func:`weight_space`, kept in the cache folder by content: the adapter's weights file (sha256),
     its config, the base's folder digest and the settings key one JSON file. An audit of the same
-    adapter on the same base reads it back instead of recomputing (seconds of SVDs per adapter).
-    ``enabled=False`` (``--no-cache``) computes it without reading or writing the cache."""
+    adapter on the same base reads it back instead of recomputing (seconds of SVDs per adapter), on any
+    machine that shares the answer cache. ``enabled=False`` computes it without reading or writing the
+    cache; a pre-screen that cannot be written is only recomputed next time."""
     import dataclasses
 
     from ..records.plain import from_plain
-    from ..util.files import atomic_write, cache_dir
+    from ..util.cache_store import answer_store
     from ..util.hashing import canonical_sha256, sha256_file
 
     if not enabled:
         return weight_space(weights, cfg, base_path, ranks)
     key = canonical_sha256({"version": CACHE_VERSION, "adapter": sha256_file(weights), "config": repr(cfg),
                             "base": base_digest, "ranks": ranks, "top_k": TOP_K, "epsilon": EPSILON})
-    path = cache_dir() / CACHE_FOLDER / f"{key}.json"
+    store, rel = answer_store(), f"{CACHE_FOLDER}/{key}.json"
     try:
-        d = json.loads(path.read_text(encoding="utf-8"))
+        d = json.loads(store.read(rel).decode("utf-8"))
         if not isinstance(d, dict) or set(d) != {f.name for f in dataclasses.fields(WeightSpace)}:
             raise ValueError("another layout")
         return from_plain(WeightSpace, d)
     except (OSError, ValueError, TypeError, KeyError):  # absent, or written by another layout: recompute
         pass
     ws = weight_space(weights, cfg, base_path, ranks)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, json.dumps(dataclasses.asdict(ws), sort_keys=True).encode("utf-8"))
+    try:
+        store.write(rel, json.dumps(dataclasses.asdict(ws), sort_keys=True).encode("utf-8"))
+    except OSError:
+        pass  # a shared cache out of reach costs the SVDs again next time, not this audit
     return ws
 

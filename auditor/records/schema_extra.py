@@ -115,8 +115,14 @@ FIELDS: dict[str, dict[str, Any]] = {
                           "description": "per variant (base, adapter, baseline): the chat template and tokenizer "
                                          "that rendered its prompts"},
     "RunRecord.new_tokens": PER_VARIANT, "RunRecord.generated": PER_VARIANT,
-    "RunRecord.cache": {"required": ["enabled"], "properties": {"enabled": {"type": "boolean"},
-                                                                "hits": PER_VARIANT, "misses": PER_VARIANT}},
+    "RunRecord.cache": {"required": ["enabled"], "properties": {
+        "enabled": {"type": "boolean"}, "hits": PER_VARIANT, "misses": PER_VARIANT,
+        "failed_writes": {"type": "integer", **POSITIVE, "description": "entries that could not be written (this audit kept the answers)"},
+        "location": {"type": "object", "required": ["protocol", "path"], "additionalProperties": False,
+                     "properties": {"protocol": {"type": "string"}, "path": {"type": "string"}},
+                     "description": "the answer cache's generations folder: file (a local folder) or the fsspec "
+                                    "protocol of --cache-dir / AUDITOR_GENERATION_CACHE, and the folder on it "
+                                    "(no credentials)"}}},
     "RunRecord.adapters_in_run": POSITIVE,
     "RunRecord.vllm": {
         "description": "vllm backend only: the engine's LoRA settings and calls",

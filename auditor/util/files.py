@@ -20,15 +20,21 @@ from filelock import FileLock
 
 from ..errors import AuditInputError
 
+#: ``--cache-dir DIR`` in effect (:func:`using_local_cache`; innermost last)
+_LOCAL_ROOT: list[Path] = []
+
 
 def cache_dir() -> Path:
-    """Return the cache root (created if missing).
+    """Return the cache root (created if missing): ``--cache-dir DIR`` while an audit given it runs
+    (:func:`using_local_cache`), else ``$AUDITOR_CACHE_DIR``, else the XDG cache folder.
 
     Raises:
         AuditInputError: it cannot be created (a file in the way, no permission).
     """
     env = os.environ.get("AUDITOR_CACHE_DIR")
-    if env:
+    if _LOCAL_ROOT:
+        root = _LOCAL_ROOT[-1]
+    elif env:
         root = Path(env).expanduser()
     else:
         xdg = os.environ.get("XDG_CACHE_HOME")
@@ -36,20 +42,37 @@ def cache_dir() -> Path:
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise AuditInputError(root, f"cannot be the auditor's cache folder ({e.strerror or e}); "
-                                    "set AUDITOR_CACHE_DIR to a writable folder") from None
+        fix = "give --cache-dir a writable folder" if _LOCAL_ROOT else "set AUDITOR_CACHE_DIR to a writable folder"
+        raise AuditInputError(root, f"cannot be the auditor's cache folder ({e.strerror or e}); {fix}") from None
     return root
+
+
+@contextmanager
+def using_local_cache(folder: Path) -> Iterator[Path]:
+    """Make :func:`cache_dir` return ``folder`` inside the block, for every thread of this process
+    (``--cache-dir DIR``: the whole cache moves, as with ``$AUDITOR_CACHE_DIR``)."""
+    _LOCAL_ROOT.append(Path(folder))
+    try:
+        yield Path(folder)
+    finally:
+        _LOCAL_ROOT.pop()
 
 
 def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
     """Write ``data`` to ``path`` through a temporary sibling renamed into place
     (``os.replace``): a reader sees the old file or the whole new one, never a
-    torn one. ``mode``: file permissions (``mkstemp`` creates 0600)."""
+    torn one. The sibling's name is unique to the writer (``mkstemp``), so several
+    processes writing one path at once each rename a whole file of their own; its
+    bytes are flushed to the disk (``fsync``) before the rename, so a power loss
+    does not leave the new name on an empty file. ``mode``: file permissions
+    (``mkstemp`` creates 0600)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
         if mode is not None:
             os.chmod(tmp, mode)
         os.replace(tmp, path)

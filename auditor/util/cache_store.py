@@ -1,0 +1,354 @@
+"""Where the answer cache lives: a local folder, or any filesystem fsspec opens (``s3://bucket/prefix``,
+``gs://bucket/prefix``, ``file:///mnt/shared/cache``, ...), shared by every process and machine that names it.
+
+The **answer cache** is the part of the auditor's cache that is a pure function of content and worth as much
+on one machine as on another: the generation entries (``generations/<k[:2]>/<k>.json``,
+:mod:`auditor.backends.cache`) and the weight-space pre-screens (``weight_space/<key>.json``,
+:mod:`auditor.inspect.weight_space`). The rest stays in the local cache (:func:`auditor.util.files.cache_dir`):
+converted base models (transformers loads a model from a local folder), NLTK data, file-hash memos (keyed by
+this machine's paths and inodes) and measured throughput (keyed by this machine's processor).
+
+Where it is, for an audit (:func:`using_cache_dir`): ``--cache-dir DIR`` moves the whole cache to DIR (as
+``$AUDITOR_CACHE_DIR`` does); ``--cache-dir URL`` puts the answer cache at URL; without the option, the
+answer cache is ``$AUDITOR_GENERATION_CACHE`` (a URL or a folder) when set, so Ray workers and CI jobs
+inherit it, else the local cache folder. Credentials and endpoints come from the filesystem's own sources
+(``AWS_*`` variables and ``~/.aws`` for s3fs, ``GOOGLE_APPLICATION_CREDENTIALS`` for gcsfs, fsspec's
+``FSSPEC_<PROTOCOL>_<OPTION>`` variables); they are never written to results.json.
+
+Why several writers at once lose nothing and tear nothing:
+
+* every entry is named by its content (the sha256 of everything that determines it), so two writers of one
+  name write the same bytes: whichever lands last, the entry is the same. No lock is taken, none is needed;
+* a writer never shows a half entry. On a local or mounted folder (``file://`` URLs too) the bytes go to a
+  temporary sibling whose name is unique to the writer (``mkstemp``), are flushed to the disk (``fsync``)
+  and renamed into place (``os.replace``, atomic on POSIX): a reader opens the old file or the whole new
+  one. On an object store (S3, GCS, Azure, ...) an entry is one object written by one PUT of all its bytes
+  (``pipe_file``), which the store makes visible whole or not at all; nothing is appended or sent in parts;
+* a reader that still meets an entry it cannot parse (a filesystem with neither atomic rename nor atomic
+  PUT, such as sftp or smb; a disk that lost power before the data reached it) takes it as a miss, and the
+  next writer of that key replaces it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import AuditInputError
+from .files import atomic_write, cache_dir, check_writable_folder, using_local_cache
+
+#: the answer cache's location (a URL or a folder) when no ``--cache-dir`` is given
+ANSWER_CACHE_ENV = "AUDITOR_GENERATION_CACHE"
+#: ``--cache-dir``'s help (``audit run``, ``audit cache info|clear``)
+CACHE_DIR_HELP = ("Where the cache lives. A folder: the whole cache moves there (as with $AUDITOR_CACHE_DIR). "
+                  "An fsspec URL (s3://bucket/prefix, gs://bucket/prefix, file:///mnt/shared/cache, any protocol "
+                  "fsspec knows, with its package: pip install s3fs, gcsfs, ...): the answer cache (generated "
+                  "answers and weight-space pre-screens) goes there, shared by every process and machine that "
+                  "names it, written atomically; converted base models, NLTK data, file-hash memos and measured "
+                  "throughput stay in the local cache (transformers loads a model from a local folder). "
+                  f"Default: ${ANSWER_CACHE_ENV} (a URL or a folder) for the answer cache when set, else the "
+                  "local cache.")
+#: the one object a check of a remote location writes (and reads back); its bytes never change, so
+#: concurrent checks are harmless, and it is never deleted (a run needs no delete permission)
+PROBE, PROBE_BYTES = ".adapter-auditor", b"adapter-auditor answer cache\n"
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*(::|://)")
+_USERINFO = re.compile(r"(://)[^/@?#]*@")
+
+
+def is_url(value: str | Path) -> bool:
+    """Whether ``value`` is a URL (``protocol://...``, or fsspec's chained ``a::b://...``) rather than a folder."""
+    return not isinstance(value, Path) and bool(_URL.match(value))
+
+
+def public_url(url: str) -> str:
+    """``url`` without what may carry a secret: ``user:password@`` before its host, its query (pre-signed or SAS
+    tokens) and its fragment. ``s3://key:secret@bucket/p?x=1`` → ``s3://bucket/p``; chained URLs too."""
+    return _USERINFO.sub(r"\1", re.split(r"[?#]", url, maxsplit=1)[0])
+
+
+def _os_error(e: BaseException) -> OSError:
+    """A filesystem's own exception (botocore's, aiohttp's, ...) as the OSError the cache's callers handle."""
+    return e if isinstance(e, OSError) else OSError(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+
+
+@dataclass(frozen=True)
+class CacheStore:
+    """A folder of the answer cache: a local folder (``fs`` None) or a location on an fsspec filesystem.
+
+    The paths its methods take are relative, ``/``-separated (``generations/ab/ab12….json``).
+
+    Attributes:
+        root: the folder: a local path, or the path on ``fs`` (no protocol).
+        protocol: ``file`` for a local folder (a ``file://`` URL too), else the URL's (``s3``, ``gs``, ...).
+        shown: the location as people see it and results.json records it: a local path, or the URL without
+            credentials (:func:`public_url`).
+        fs: the fsspec filesystem of a remote location, None for a local folder.
+    """
+
+    root: str
+    protocol: str = "file"
+    shown: str = ""
+    fs: Any = None
+
+    @property
+    def local(self) -> bool:
+        return self.fs is None
+
+    def child(self, name: str) -> CacheStore:
+        """The store of the folder ``name`` inside this one."""
+        return CacheStore(f"{self.root.rstrip('/')}/{name}", self.protocol, f"{self.shown.rstrip('/')}/{name}", self.fs)
+
+    def where(self) -> dict[str, str]:
+        """``{"protocol", "path"}``: the filesystem and the folder on it (host included, credentials not)."""
+        return {"protocol": self.protocol, "path": self.shown.split("://", 1)[1] if "://" in self.shown else self.shown}
+
+    def _full(self, rel: str) -> str:
+        return f"{self.root.rstrip('/')}/{rel}" if rel else self.root
+
+    def read(self, rel: str) -> bytes:
+        """The bytes of one file.
+
+        Raises:
+            FileNotFoundError: there is none.
+            OSError: it cannot be read (the filesystem's own errors become OSError).
+        """
+        if self.local:
+            return Path(self._full(rel)).read_bytes()
+        try:
+            return bytes(self.fs.cat_file(self._full(rel)))
+        except Exception as e:  # noqa: BLE001 - s3fs, gcsfs, ... raise their own kinds besides OSError
+            raise _os_error(e) from e
+
+    def write(self, rel: str, data: bytes) -> None:
+        """Write one whole file at once (see the module docstring): temporary sibling + ``fsync`` + rename on a
+        local folder, one PUT on an object store.
+
+        Raises:
+            OSError: it cannot be written.
+        """
+        if self.local:
+            atomic_write(Path(self._full(rel)), data)
+            return
+        try:
+            self.fs.pipe_file(self._full(rel), data)
+        except Exception as e:  # noqa: BLE001
+            raise _os_error(e) from e
+
+    def files(self, folder: str) -> list[tuple[str, int]]:
+        """Every file under ``folder`` as (path relative to this store, bytes), sorted; none when it is absent.
+        Temporary files of writers under way (hidden names) are left out.
+
+        Raises:
+            OSError: the location cannot be listed.
+        """
+        top = self._full(folder)
+        out: list[tuple[str, int]] = []
+        if self.local:
+            for dirpath, _, names in os.walk(top):
+                for n in names:
+                    if not n.startswith("."):
+                        p = Path(dirpath) / n
+                        out.append((p.relative_to(self.root).as_posix(), p.lstat().st_size))
+            return sorted(out)
+        try:
+            found = self.fs.find(top, detail=True) if self.fs.exists(top) else {}
+        except Exception as e:  # noqa: BLE001
+            raise _os_error(e) from e
+        base = self.root.rstrip("/") + "/"
+        for path, info in found.items():
+            path = "/" + path.lstrip("/") if self.root.startswith("/") else path.lstrip("/")
+            if info.get("type", "file") == "file" and path.startswith(base) and not path.rsplit("/", 1)[-1].startswith("."):
+                out.append((path[len(base):], int(info.get("size") or 0)))
+        return sorted(out)
+
+    def read_many(self, rels: list[str]) -> dict[str, bytes | OSError]:
+        """The bytes of several files, an object store's in concurrent requests; a file that cannot be read maps
+        to its OSError (FileNotFoundError when there is none)."""
+        got: dict[str, bytes | OSError] = {}
+        if self.local or not rels:
+            for rel in rels:
+                try:
+                    got[rel] = self.read(rel)
+                except OSError as e:
+                    got[rel] = e
+            return got
+        try:
+            raw = self.fs.cat([self._full(r) for r in rels], on_error="return")
+        except Exception as e:  # noqa: BLE001
+            raise _os_error(e) from e
+        for rel in rels:
+            v = raw.get(self._full(rel), FileNotFoundError(rel))
+            got[rel] = bytes(v) if isinstance(v, (bytes, bytearray)) else _os_error(v)
+        return got
+
+    def remove(self, folder: str) -> tuple[int, int]:
+        """Delete ``folder`` and everything in it (a symlinked folder is unlinked, not followed). Returns
+        (files, bytes) removed.
+
+        Raises:
+            OSError: the location cannot be listed or written.
+        """
+        if self.local:
+            import shutil
+
+            p = Path(self._full(folder))
+            if p.is_symlink():
+                p.unlink()
+                return 1, 0
+            if not p.is_dir():
+                return 0, 0
+            files = self.files(folder)
+            shutil.rmtree(p, ignore_errors=True)
+            return len(files), sum(b for _, b in files)
+        files = self.files(folder)
+        if files:
+            try:
+                self.fs.rm(self._full(folder), recursive=True)
+            except FileNotFoundError:
+                pass  # removed by another process meanwhile
+            except Exception as e:  # noqa: BLE001
+                raise _os_error(e) from e
+        return len(files), sum(b for _, b in files)
+
+    def check(self, option: str, write: bool = True) -> None:
+        """Refuse, before any model loads, a location this process cannot use: a local folder that cannot be
+        created or written; a remote one where the :data:`PROBE` object cannot be written and read back
+        (``write``), or that cannot be listed (not ``write``: what ``audit cache info`` needs).
+
+        Raises:
+            AuditInputError: one line naming ``option``, the location and the filesystem's reason.
+        """
+        if self.local:
+            if write:
+                check_writable_folder(Path(self.root), option)
+            return
+        try:
+            if write:
+                self.write(PROBE, PROBE_BYTES)
+                if self.read(PROBE) != PROBE_BYTES:
+                    raise OSError(f"{PROBE} read back other bytes than were written")
+            else:
+                self.fs.exists(self._full(PROBE))
+        except Exception as e:  # noqa: BLE001 - whatever the filesystem raises, one line
+            reason = str(_os_error(e)) or type(e).__name__
+            raise AuditInputError(option, f"{self.shown} cannot be {'written' if write else 'read'} ({reason}); "
+                                          "check the location, its credentials and the network") from None
+
+
+def open_store(where: str | Path, option: str) -> CacheStore:
+    """The store at ``where``: a local folder (a path, or a ``file://`` URL), or a URL fsspec opens. Nothing is
+    read or written yet (:meth:`CacheStore.check` does that).
+
+    Args:
+        where: a folder or a URL (``s3://bucket/prefix``, ``gs://…``, ``file:///…``, any protocol fsspec knows).
+        option: what named it (``--cache-dir``, ``AUDITOR_GENERATION_CACHE``), for the message.
+
+    Raises:
+        AuditInputError: a protocol fsspec does not know, one whose package is not installed (naming the
+            ``pip install`` to run), or a URL the filesystem refuses.
+    """
+    if not is_url(where):
+        path = Path(where).expanduser().absolute()
+        return CacheStore(str(path), "file", str(path))
+    url = str(where)
+    shown = public_url(url)
+    protocol = url.split("::")[-1].split("://", 1)[0] if "://" in url else url.split("::", 1)[0]
+    try:
+        import fsspec
+        from fsspec.implementations.local import LocalFileSystem
+        from fsspec.registry import known_implementations
+
+        fs, path = fsspec.core.url_to_fs(url)
+    except ImportError as e:
+        spec = known_implementations.get(protocol, {})
+        package = getattr(e.__cause__, "name", None) or str(spec.get("class", protocol)).split(".")[0]
+        raise AuditInputError(option, f"{protocol}:// needs the {package} package: pip install {package}") from None
+    except ValueError as e:
+        if str(e).startswith("Protocol not known"):
+            raise AuditInputError(option, f"{protocol}:// is not a filesystem fsspec knows (s3://, gs://, az://, "
+                                          "file://, ... with the package that implements it)") from None
+        raise AuditInputError(option, f"{shown} is not a location fsspec can open ({e})") from None
+    except Exception as e:  # noqa: BLE001 - a filesystem's constructor refusing its options
+        raise AuditInputError(option, f"{shown} is not a location fsspec can open ({_os_error(e)})") from None
+    if not path.strip("/"):
+        raise AuditInputError(option, f"{shown} names no bucket or folder; give one, e.g. s3://bucket/prefix or "
+                                      "file:///mnt/shared/cache")
+    if isinstance(fs, LocalFileSystem):
+        return CacheStore(path.rstrip("/") or "/", "file", path.rstrip("/") or "/")
+    return CacheStore(path.rstrip("/"), protocol, shown.rstrip("/"), fs)
+
+
+def cache_env(value: str | Path | None) -> dict[str, str]:
+    """The environment variables that give a child process (a Ray worker's ``runtime_env``, a CI job, an audit
+    subprocess) the cache ``--cache-dir value`` gives this one: a folder → ``AUDITOR_CACHE_DIR`` and
+    ``AUDITOR_GENERATION_CACHE`` both set to it (an inherited answer-cache variable must not win over it); a URL →
+    ``AUDITOR_GENERATION_CACHE``; None → nothing (the child inherits this process's variables)."""
+    if value is None:
+        return {}
+    if is_url(value):
+        return {ANSWER_CACHE_ENV: str(value)}
+    folder = str(Path(value).expanduser().absolute())
+    return {"AUDITOR_CACHE_DIR": folder, ANSWER_CACHE_ENV: folder}
+
+
+#: the answer store put into effect by :func:`using_cache_dir` (innermost last)
+_IN_EFFECT: list[CacheStore] = []
+
+
+def answer_store() -> CacheStore:
+    """The answer cache in effect: the one :func:`using_cache_dir` set, else ``$AUDITOR_GENERATION_CACHE``, else
+    the local cache folder (:func:`~auditor.util.files.cache_dir`). Checks nothing.
+
+    Raises:
+        AuditInputError: ``$AUDITOR_GENERATION_CACHE`` names a protocol that cannot be opened here.
+    """
+    if _IN_EFFECT:
+        return _IN_EFFECT[-1]
+    if env := os.environ.get(ANSWER_CACHE_ENV):
+        return open_store(env, ANSWER_CACHE_ENV)
+    return open_store(cache_dir(), "AUDITOR_CACHE_DIR")
+
+
+@contextmanager
+def using_cache_dir(value: str | Path | None, option: str = "--cache-dir", write: bool = True
+                    ) -> Iterator[CacheStore]:
+    """Put ``--cache-dir`` into effect for what runs inside (process-wide: the threads of an audit see it too),
+    after checking it. Yields the answer store.
+
+    Args:
+        value: a folder (the whole cache moves there, as with ``$AUDITOR_CACHE_DIR``), a URL (the answer cache
+            goes there, the rest stays local), or None (``$AUDITOR_GENERATION_CACHE``, else the local cache).
+        option: the option's name for messages.
+        write: check that the answer cache can be written (an audit, ``cache clear``); else only read (``cache info``).
+
+    Raises:
+        AuditInputError: the location cannot be opened, reached or written (one line naming the option).
+    """
+    if value is not None and str(value).strip() == "":
+        raise AuditInputError(option, "is empty; give a folder or a URL such as s3://bucket/prefix")
+    if value is None or is_url(value):
+        named = option if value is not None else ANSWER_CACHE_ENV if os.environ.get(ANSWER_CACHE_ENV) else \
+            "AUDITOR_CACHE_DIR"
+        store = open_store(value, option) if value is not None else answer_store()
+        store.check(named, write)
+        _IN_EFFECT.append(store)
+        try:
+            yield store
+        finally:
+            _IN_EFFECT.pop()
+        return
+    folder = Path(value).expanduser().absolute()
+    if write:
+        check_writable_folder(folder, option)
+    store = open_store(folder, option)
+    with using_local_cache(folder):
+        _IN_EFFECT.append(store)
+        try:
+            yield store
+        finally:
+            _IN_EFFECT.pop()
