@@ -15,6 +15,7 @@ import click
 from rich.console import Console
 
 from .backends import BACKENDS
+from .backends.cache_command import cache_group
 from .errors import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, EXIT_PASS, EXIT_POLICY_FAIL, AuditInputError
 from .reports.hub import HubOutputs, hub_click_options
 from .reports.merge import merge_command
@@ -312,64 +313,7 @@ def report_cmd(results_json: Path, out: Path | None, quiet: bool, as_json: bool,
 cli.add_command(merge_command(console))
 
 
-def _size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
-
-
-@cli.group("cache")
-def cache_group() -> None:
-    """Inspect or clear the auditor's cache (generations, converted base models).
-
-    The cache lives in $AUDITOR_CACHE_DIR, else $XDG_CACHE_HOME/adapter-auditor, else ~/.cache/adapter-auditor;
-    the answer cache (generations, pre-screens) in $AUDITOR_GENERATION_CACHE when set (see --cache-dir)."""
-
-
-@cache_group.command("info")
-@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
-@click.option("--cache-dir", "cache_dir", default=None, metavar="DIR|URL", help=CACHE_DIR_HELP)
-def cache_info_cmd(as_json: bool, cache_dir: str | None) -> None:
-    """Where the cache is and what it holds."""
-    import json
-
-    from .backends.cache import cache_info
-    from .util.cache_store import using_cache_dir
-
-    with using_cache_dir(cache_dir, write=False) as answers:
-        info = cache_info(None, answers)
-    if as_json:
-        click.echo(json.dumps(info, indent=2))
-        return
-    g = info["generations"]
-    out = Console(highlight=False)
-    out.print(f"cache: {_t(info['root'])} ({_size(info['total_bytes'])})"
-              + ("" if answers.shown == info["root"] else f"; answer cache: {_t(answers.shown)}"))
-    out.print(f"generations: {g['entries']} entries, {_size(g['bytes'])} "
-              f"(base variant {g['by_variant']['base']}, adapter variant {g['by_variant']['adapter']}; "
-              f"{len(g['by_base'])} base model(s), {len(g['by_adapter'])} adapter(s))"
-              + (f", {g['unreadable']} unreadable" if g["unreadable"] else ""))
-    for m in info["models"]:
-        out.print(f"converted base model: {_t(m['name'])} ({_size(m['bytes'])})")
-
-
-@cache_group.command("clear")
-@click.option("--all", "everything", is_flag=True,
-              help="Also remove converted base models and NLTK data (rebuilt on the next audit).")
-@click.option("--cache-dir", "cache_dir", default=None, metavar="DIR|URL", help=CACHE_DIR_HELP)
-def cache_clear_cmd(everything: bool, cache_dir: str | None) -> None:
-    """Delete cached generations and pre-screens (with --all: the whole local cache too); of a shared answer
-    cache only its generations/ and weight_space/ folders, never the rest of the prefix."""
-    from .backends.cache import clear_cache
-    from .util.cache_store import using_cache_dir
-    from .util.files import cache_dir as local
-
-    with using_cache_dir(cache_dir) as answers:
-        removed = clear_cache(None, everything, answers)
-        where = _t(str(local())) + ("" if answers.shown == str(local()) else f" and {_t(answers.shown)}")
-    Console(highlight=False).print(f"removed {removed['files']} files ({_size(removed['bytes'])}) from {where}")
+cli.add_command(cache_group)
 
 
 def main() -> None:
