@@ -69,8 +69,9 @@ class RayWorkerError(AuditInputError):
 
 def check_ray_options(opts: AuditOptions, backend: str) -> None:
     """Refuse ``--ray`` settings before any adapter is read: the ``--ray-*`` options without ``--ray``, the
-    openai backend (a server already), ray not installed, an address that is not one or that does not
-    accept a connection within :data:`CONNECT_TIMEOUT_S` seconds.
+    openai backend (a server already), ray not installed, an address that is not one, that does not accept a
+    connection or whose server does not speak gRPC (a Ray GCS does) within :data:`CONNECT_TIMEOUT_S` seconds
+    each.
 
     Raises:
         AuditInputError: naming the option.
@@ -85,6 +86,7 @@ def check_ray_options(opts: AuditOptions, backend: str) -> None:
         raise AuditInputError("--ray", "--backend openai sends its requests to a server already; --ray runs hf or "
                                        "vllm engines on a Ray cluster")
     try:
+        import grpc  # noqa: F401
         import ray  # noqa: F401
     except ImportError:
         raise AuditInputError("--ray", RAY_MISSING) from None
@@ -102,6 +104,18 @@ def check_ray_options(opts: AuditOptions, backend: str) -> None:
         raise AuditInputError("--ray", f"no Ray cluster answers at {address} ({e.strerror or type(e).__name__}, "
                                        f"within {CONNECT_TIMEOUT_S:g} s): start one with `ray start --head`, or "
                                        "give its address") from None
+    # ray.init retries for minutes against a port that accepts but is no Ray cluster: its GCS (and the Ray
+    # Client server) speak gRPC, so a gRPC channel that does not become ready in time is refused first
+    import grpc
+
+    channel = grpc.insecure_channel(f"{host}:{port}")
+    try:
+        grpc.channel_ready_future(channel).result(timeout=CONNECT_TIMEOUT_S)
+    except grpc.FutureTimeoutError:
+        raise AuditInputError("--ray", f"{address} accepts connections but does not speak gRPC within "
+                                       f"{CONNECT_TIMEOUT_S:g} s: not a Ray cluster's address") from None
+    finally:
+        channel.close()
 
 
 def ray_click_options(command: Callable[..., Any]) -> Callable[..., Any]:

@@ -81,7 +81,7 @@ def _loras(base: Path, root: Path, n: int) -> list[Path]:
 def tiny(base_model, tmp_path_factory):
     root = tmp_path_factory.mktemp("ray-tiny")
     base, _ = _tiny_family("llama", base_model, root)
-    return base, _loras(base, root, 3)
+    return base, _loras(base, root, 4)
 
 
 def _free_port() -> int:
@@ -96,9 +96,12 @@ def _results(out: Path) -> dict[str, dict]:
 
 def test_three_adapters_on_a_local_ray_cluster_give_the_single_process_results(tiny, cluster, tmp_path, cli,
                                                                                 monkeypatch):
-    base, adapters = tiny
+    """Rounds (``--budget 6``), ``--noise-floor`` (a base-only replay, on worker 0) and ``--baseline`` (held by
+    every worker, its first look on worker 0, its rounds with each adapter's) included."""
+    base, (*adapters, previous) = tiny
     args = [*adapters, "--base", base, "--capability", "math", "--capability", "over_refusal", "--limit", "3",
-            "--budget", "6", "--backend", "hf", "--dtype", "float32", "--batch-size", "4", "--quiet"]
+            "--budget", "6", "--backend", "hf", "--dtype", "float32", "--batch-size", "4", "--noise-floor",
+            "--baseline", previous, "--quiet"]
     times = {}
     for name, extra in (("single", []), ("ray", ["--ray", cluster.address])):
         monkeypatch.setenv("AUDITOR_CACHE_DIR", str(tmp_path / f"cache-{name}"))  # each run its own empty cache
@@ -123,8 +126,9 @@ def test_three_adapters_on_a_local_ray_cluster_give_the_single_process_results(t
     for name, r in on_ray.items():
         assert r["run"]["ray"]["worker"] == served[r["adapter"]["path"]]
         assert "ray" not in single[name]["run"]
-    # rounds ran (the budget bought items), so the rounds' routing is compared too
+    # rounds ran (the budget bought items), so the rounds' routing is compared too; and the replay, the baseline
     assert any(len(r["run"]["rounds"]) > 1 for r in single.values())
+    assert all(r["noise_floor"] is not None and r["baseline"] is not None for r in on_ray.values())
 
 
 def test_a_worker_that_dies_ends_the_run_with_exit_code_3_and_no_verdict(tiny, cluster, tmp_path, monkeypatch):
@@ -135,7 +139,7 @@ def test_a_worker_that_dies_ends_the_run_with_exit_code_3_and_no_verdict(tiny, c
     from auditor import audit_many
     from auditor.backends.ray_cluster import RayWorkerError
 
-    base, adapters = tiny
+    base, adapters = tiny[0], tiny[1][:3]
     monkeypatch.setenv("AUDITOR_CACHE_DIR", str(tmp_path / "cache"))
 
     def kill_a_worker(line: str) -> None:
@@ -165,6 +169,13 @@ def test_an_unreachable_address_is_one_line_within_seconds(tiny, tmp_path, cli):
     port = _free_port()
     r = cli(*adapters, "--base", base, "--ray", f"127.0.0.1:{port}", "--out", tmp_path / "o")
     assert_one_line_error(r, "--ray", f"no Ray cluster answers at 127.0.0.1:{port}")
+    assert time.perf_counter() - t0 < 30
+    with socket.socket() as http:  # a port that accepts connections, but is no Ray cluster (an HTTP/1 server)
+        http.bind(("127.0.0.1", 0))
+        http.listen(1)
+        t0 = time.perf_counter()
+        other = cli(*adapters, "--base", base, "--ray", f"127.0.0.1:{http.getsockname()[1]}", "--out", tmp_path / "o")
+    assert_one_line_error(other, "--ray", "does not speak gRPC", "not a Ray cluster's address")
     assert time.perf_counter() - t0 < 30
     bad = cli(*adapters, "--base", base, "--ray", str(adapters[0]), "--out", tmp_path / "o")
     assert_one_line_error(bad, "--ray", "is not a Ray cluster address")
