@@ -16,7 +16,7 @@ import click
 from rich.console import Console
 
 from .backends import BACKENDS
-from .backends.ray_cluster import ray_click_options
+from .backends.ray_setup import ray_click_options
 from .errors import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, EXIT_PASS, EXIT_POLICY_FAIL, AuditInputError
 from .reports.hub import HubOutputs, hub_click_options
 from .reports.terminal import print_run_table, print_summary

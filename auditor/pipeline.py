@@ -22,7 +22,8 @@ from .analysis.noise_floor import noise_floor
 from .assembly import BaselineRun, Evidence, Run
 from .backends import BACKENDS, Backend, GenerationCache, choose_backend, fall_back_for
 from .backends.hardware import choose_dtype
-from .backends.ray_cluster import RayBackend, check_ray_options
+from .backends.ray_cluster import RayBackend
+from .backends.ray_setup import check_ray_options
 from .backends.vllm_compat import gpu_present, vllm_architecture_fault
 from .backends.vllm_setup import EngineStartError
 from .errors import AuditInputError

@@ -162,7 +162,7 @@ def test_ray_not_installed_is_one_line(tiny, tmp_path, cli, monkeypatch):
     assert_one_line_error(r, "error: --ray: needs the ray extra: pip install 'adapter-auditor[ray]'")
 
 
-def test_an_unreachable_address_is_one_line_within_seconds(tiny, tmp_path, cli):
+def test_an_unreachable_address_is_one_line_within_seconds(tiny, tmp_path, cli, monkeypatch):
     pytest.importorskip("ray")
     base, adapters = tiny
     t0 = time.perf_counter()
@@ -170,6 +170,10 @@ def test_an_unreachable_address_is_one_line_within_seconds(tiny, tmp_path, cli):
     r = cli(*adapters, "--base", base, "--ray", f"127.0.0.1:{port}", "--out", tmp_path / "o")
     assert_one_line_error(r, "--ray", f"no Ray cluster answers at 127.0.0.1:{port}")
     assert time.perf_counter() - t0 < 30
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")  # --ray alone connects where RAY_ADDRESS says
+    env = cli(*adapters, "--base", base, "--out", tmp_path / "o", "--ray")
+    assert_one_line_error(env, "error: RAY_ADDRESS: no Ray cluster answers")
+    monkeypatch.delenv("RAY_ADDRESS")
     with socket.socket() as http:  # a port that accepts connections, but is no Ray cluster (an HTTP/1 server)
         http.bind(("127.0.0.1", 0))
         http.listen(1)
@@ -187,7 +191,7 @@ def test_an_unreachable_address_is_one_line_within_seconds(tiny, tmp_path, cli):
 
 
 def test_groups_split_the_adapters_with_the_base_pass_as_worker_0s_first_unit():
-    from auditor.backends.ray_cluster import plan_groups
+    from auditor.backends.ray_setup import plan_groups
 
     names = [f"adapter{k}" for k in range(7)]
     assert plan_groups(names[:3], 2) == [["adapter0"], ["adapter1", "adapter2"]]
