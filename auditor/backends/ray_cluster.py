@@ -92,7 +92,8 @@ class RayBackend:
     connection, when this backend made it).
 
     Raises:
-        AuditInputError: (from :meth:`set_templates`) the workers cannot be placed within
+        AuditInputError: ``ray.init`` refused the address (on construction); (from :meth:`set_templates`) the
+            workers cannot be placed within
             :data:`PLACEMENT_TIMEOUT_S`, a worker of another auditor version, or what the engine refuses.
         RayWorkerError: a worker died or failed (exit code 3).
     """
@@ -120,7 +121,11 @@ class RayBackend:
         self._owns = not ray.is_initialized()
         if self._owns:
             address = {"": None, "local": "local"}.get(opts.ray.strip() if opts.ray else "", opts.ray)
-            ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)  # Ray's own lines: errors only
+            try:  # Ray's own log lines: errors only
+                ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
+            except (ConnectionError, RuntimeError, ValueError) as e:  # e.g. a cluster that wants an auth token
+                raise AuditInputError("--ray", f"ray.init({address!r}) failed: {type(e).__name__}: "
+                                               f"{' '.join(str(e).split())[:300]}") from None
         self.address = str(ray.get_runtime_context().gcs_address)
         nodes = [n for n in ray.nodes() if n.get("Alive")]
         names = [v.name for v in self.variants if v.name != "baseline"]
