@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .backends import Backend
+from .backends.ray_cluster import RayBackend
 from .options import AuditOptions
 from .policy import Policy
 from .records import (
@@ -207,6 +208,7 @@ def _run_record(run: Run, variant: str, ev: Evidence) -> RunRecord:
         hf=info if backend.name == "hf" else None,
         openai=info if backend.name == "openai" else None,
         model_loaded=backend.model_loaded,
+        ray=backend.placement(variant) if isinstance(backend, RayBackend) else None,
         timings={"load_s": round(stats.load_s, 3), "generate_s": round(stats.generate_s, 3),
                  "rounds_s": ev.rounds_s, "total_s": round(time.perf_counter() - run.t_start, 3)},
         versions=package_versions(__version__),

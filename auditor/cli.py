@@ -10,12 +10,14 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
 
 from .backends import BACKENDS
 from .backends.cache_command import cache_group
+from .backends.ray_setup import ray_click_options
 from .errors import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, EXIT_PASS, EXIT_POLICY_FAIL, AuditInputError
 from .reports.hub import HubOutputs, hub_click_options
 from .reports.merge import merge_command
@@ -194,6 +196,7 @@ class _BatchSize(click.ParamType):
               help="A training run folder: end the run after the first checkpoint that fails (the later ones are "
                    "listed as not audited).")
 @hub_click_options
+@ray_click_options
 def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, suite: str, label: str | None, limit: int | None,
             capabilities: tuple[str, ...], out: Path, batch_size: int | str, batching: str, noise_floor: bool,
             no_cache: bool, cache_dir: str | None,
@@ -203,7 +206,7 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
             max_adapter_size: str | None, budget: tuple[int | None, float | None, int | None], chat_template: str,
             chat_template_args: tuple[str, ...], checkpoints: str | None, stop_at_first_fail: bool,
             eval_results: Path | None, eval_results_dataset: str | None, model_card: str | None,
-            overwrite: bool) -> None:
+            overwrite: bool, **ray_settings: Any) -> None:
     """Audit ADAPTERS (PEFT adapter folders, their adapter_model.safetensors, or hub ids owner/name[@revision][:path/in/repo]).
 
     Several adapters of the same base are audited against one base pass; each
@@ -229,7 +232,7 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
                         max_adapter_bytes=None if max_adapter_size is None
                         else parse_size(max_adapter_size, "--max-adapter-size"),
                         budget_items=budget[0], budget_seconds=budget[1], budget_tokens=budget[2], chat_template=chat_template,
-                        chat_template_args=parse_template_args(chat_template_args))
+                        chat_template_args=parse_template_args(chat_template_args), **ray_settings)
     fmt = "json" if as_json else fmt
     if quiet:  # third-party tqdm bars too (transformers' GGUF conversion on a first run, weight loading);
         # tqdm reads TQDM_* when it is first imported, which happens later, with transformers

@@ -78,6 +78,16 @@ class AuditOptions:
     budget_seconds: float | None = None
     #: ``--budget Ntok``: new tokens (every variant's) the rounds may generate (None: no token limit)
     budget_tokens: int | None = None
+    #: ``--ray [ADDRESS]``: generate on a Ray cluster (:mod:`auditor.backends.ray_cluster`); None: in this process;
+    #: ``""``: Ray's default (``$RAY_ADDRESS``, else a new local cluster); ``local``, ``auto``, ``HOST:PORT`` or
+    #: ``ray://HOST:PORT``
+    ray: str | None = None
+    #: ``--ray-workers``: engines (Ray actors) the adapters are split over (None: one per GPU, else one per node;
+    #: never more than the adapters)
+    ray_workers: int | None = None
+    #: ``--ray-cpus`` / ``--ray-gpus``: each worker's CPUs (its torch threads) and GPUs (None: sized to the cluster)
+    ray_cpus: float | None = None
+    ray_gpus: float | None = None
 
 
 def parse_budget(value: str | int) -> tuple[int | None, float | None, int | None]:

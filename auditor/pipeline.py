@@ -22,6 +22,8 @@ from .analysis.noise_floor import noise_floor
 from .assembly import BaselineRun, Evidence, Run
 from .backends import BACKENDS, Backend, GenerationCache, choose_backend, fall_back_for
 from .backends.hardware import choose_dtype
+from .backends.ray_cluster import RayBackend
+from .backends.ray_setup import check_ray_options
 from .backends.vllm_compat import gpu_present, vllm_architecture_fault
 from .backends.vllm_setup import EngineStartError
 from .errors import AuditInputError
@@ -114,6 +116,7 @@ def _run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print,
     given, hub_of, converted = _given_adapters(opts, adapters)
     backend_name, backend_reason = choose_backend(opts.backend)
     BACKENDS[backend_name].check_options(opts, len(given))
+    check_ray_options(opts, backend_name)
     if len(opts.served_adapters) > len(given):
         raise AuditInputError("--served-adapter", f"{len(opts.served_adapters)} names for {len(given)} adapters")
     seen: dict[str, str] = {}  # adapter digest -> the argument that named it, in the order given
@@ -172,59 +175,79 @@ def _run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print,
 
     cache = GenerationCache.default(enabled=opts.cache)
     log(f"backend: {backend_name} ({backend_reason})")
-    backend = _start(backend_name, opts, base, variants, cache, base_digest, templates)
-    requests = plan_requests(suite, ("base", *names))
+    started: list[Backend] = []  # a Ray run's workers end with the run, and a fallback's first engine before it
     try:
-        generations = backend.generate(requests)
-    except EngineStartError as e:  # --backend auto: an engine that cannot start falls back to hf, as auto does
-        if opts.backend != "auto":  # for adapters vLLM cannot serve
-            raise
-        backend_name, backend_reason = "hf", f"auto: the vLLM engine did not start ({e.cause}), hf"
-        backend = _start("hf", opts, base, variants, cache, base_digest, templates)
-        backend.setup_warnings.append(backend_reason)
-        log(f"backend: hf ({escape(backend_reason)})")
-        generations = backend.generate(requests)
-    for w in backend.setup_warnings:
-        log(f"[yellow]warning:[/] {escape(w)}")
-    cs = cache.stats
-    if cs.enabled:
-        shared = "" if cs.location is None or cs.location["protocol"] == "file" and Path(cs.location["path"]).parent \
-            == cache_dir() else f" ({escape(cs.location['protocol'])}: {escape(cs.location['path'])})"
-        log(f"generation cache{shared}: {sum(cs.hits.values())} hits ("
-            + ", ".join(f"{v} {n}" for v, n in sorted(cs.hits.items())) + f"), {sum(cs.misses.values())} generated")
-        if cs.failed_writes:
-            log(f"[yellow]warning:[/] {cs.failed_writes} answers could not be written to the cache "
-                f"({escape(cs.write_error)}); this audit has them, the next one generates them again")
-    items = {i.id: i for i in suite.items}
-    scorer_of = {c.name: c.scorer for c in suite.capabilities}
-    base_gens = tuple(g for g in generations if g.variant == "base")
-    base_scores = tuple(score_all(items, list(base_gens), scorer_of))
-    noise = noise_floor(backend, suite, list(base_gens), list(base_scores), scorer_of, log) if opts.noise_floor else None
-    baseline = None
-    if opts.baseline:
-        prev = tuple(g for g in generations if g.variant == "baseline")
-        baseline = BaselineRun(variant=variants[-1], generations=prev,
-                               scores=tuple(score_all(items, list(prev), scorer_of)))
-    run = Run(opts=opts, t_start=t_start, suite=suite, policy=policy, base=base, base_digest=base_digest,
-              backend=backend, backend_reason=backend_reason, scorer_of=scorer_of, base_gens=base_gens,
-              base_scores=base_scores, noise=noise, n_adapters=len(infos), hub_of=hub_of, baseline=baseline,
-              warnings=tuple(backend.setup_warnings))
-    results = []
-    for v in variants[:len(adapters)]:
-        results.append(_one_result(run, v, [g for g in generations if g.variant == v.name], log))
-        if stop_after is not None and stop_after(results[-1]) and len(results) < len(adapters):
-            log(f"stopped after {escape(v.info.path)}: {len(adapters) - len(results)} not audited")
-            break
-    return results
+        backend = _start(backend_name, opts, base, variants, cache, base_digest, templates, log, started)
+        requests = plan_requests(suite, ("base", *names))
+        try:
+            generations = backend.generate(requests)
+        except EngineStartError as e:  # --backend auto: an engine that cannot start falls back to hf, as auto does
+            if opts.backend != "auto":  # for adapters vLLM cannot serve
+                raise
+            backend_name, backend_reason = "hf", f"auto: the vLLM engine did not start ({e.cause}), hf"
+            backend = _start("hf", opts, base, variants, cache, base_digest, templates, log, started)
+            backend.setup_warnings.append(backend_reason)
+            log(f"backend: hf ({escape(backend_reason)})")
+            generations = backend.generate(requests)
+        for w in backend.setup_warnings:
+            log(f"[yellow]warning:[/] {escape(w)}")
+        cs = cache.stats
+        if cs.enabled:
+            shared = "" if cs.location is None or cs.location["protocol"] == "file" and Path(cs.location["path"]).parent \
+                == cache_dir() else f" ({escape(cs.location['protocol'])}: {escape(cs.location['path'])})"
+            log(f"generation cache{shared}: {sum(cs.hits.values())} hits ("
+                + ", ".join(f"{v} {n}" for v, n in sorted(cs.hits.items())) + f"), {sum(cs.misses.values())} generated")
+            if cs.failed_writes:
+                log(f"[yellow]warning:[/] {cs.failed_writes} answers could not be written to the cache "
+                    f"({escape(cs.write_error)}); this audit has them, the next one generates them again")
+        items = {i.id: i for i in suite.items}
+        scorer_of = {c.name: c.scorer for c in suite.capabilities}
+        base_gens = tuple(g for g in generations if g.variant == "base")
+        base_scores = tuple(score_all(items, list(base_gens), scorer_of))
+        noise = noise_floor(backend, suite, list(base_gens), list(base_scores), scorer_of, log) if opts.noise_floor else None
+        baseline = None
+        if opts.baseline:
+            prev = tuple(g for g in generations if g.variant == "baseline")
+            baseline = BaselineRun(variant=variants[-1], generations=prev,
+                                   scores=tuple(score_all(items, list(prev), scorer_of)))
+        run = Run(opts=opts, t_start=t_start, suite=suite, policy=policy, base=base, base_digest=base_digest,
+                  backend=backend, backend_reason=backend_reason, scorer_of=scorer_of, base_gens=base_gens,
+                  base_scores=base_scores, noise=noise, n_adapters=len(infos), hub_of=hub_of, baseline=baseline,
+                  warnings=tuple(backend.setup_warnings))
+        results = []
+        for v in variants[:len(adapters)]:
+            results.append(_one_result(run, v, [g for g in generations if g.variant == v.name], log))
+            if stop_after is not None and stop_after(results[-1]) and len(results) < len(adapters):
+                log(f"stopped after {escape(v.info.path)}: {len(adapters) - len(results)} not audited")
+                break
+        return results
+    finally:
+        for b in started:
+            _close(b)
 
 
 def _start(name: str, opts: AuditOptions, base: BaseModel, variants: list[Variant], cache: GenerationCache,
-           base_digest: str, templates: dict[str, PromptTemplate]) -> Backend:
-    """The run's backend, with each variant's chat template set (no engine loads yet)."""
-    backend = BACKENDS[name].create(opts, base, variants, cache, base_digest)
-    backend.show_progress = opts.progress
+           base_digest: str, templates: dict[str, PromptTemplate], log: Log, started: list[Backend]) -> Backend:
+    """The run's backend, with each variant's chat template set (no engine loads yet), added to ``started``;
+    with ``--ray``, the engine on the Ray cluster's workers (:class:`~auditor.backends.ray_cluster.RayBackend`:
+    connected, its actors started)."""
+    backend: Backend
+    if opts.ray is None:
+        backend = BACKENDS[name].create(opts, base, variants, cache, base_digest)
+        backend.show_progress = opts.progress
+    else:
+        backend = RayBackend(name, opts, base, variants, cache, base_digest)
+    started.append(backend)
     backend.set_templates(templates)
+    if isinstance(backend, RayBackend):
+        log(f"ray: {escape(backend.describe())}")
     return backend
+
+
+def _close(backend: Backend) -> None:
+    """End a Ray run's workers and its connection (a single-process engine is freed with the process)."""
+    if isinstance(backend, RayBackend):
+        backend.close()
 
 
 def _label(opts: AuditOptions, adapter: AdapterInfo) -> tuple[str | None, str]:

