@@ -21,8 +21,10 @@ from conftest import ROOT, assert_one_line_error
 from test_model_families import _tiny_family
 
 #: what may differ between a --ray run's results.json and the single-process run's: when (timings, the
-#: creation time), where (the placement), and the hf engine's streams (each worker batches its own rows)
-VOLATILE = (("run", "timings"), ("run", "created_at"), ("run", "ray"), ("run", "hf", "streams"))
+#: creation time), where (the placement), and the hf engine's streams (each worker batches its own rows); and
+#: where this test put each run's answer cache (each its own, so that neither reads the other's answers)
+VOLATILE = (("run", "timings"), ("run", "created_at"), ("run", "ray"), ("run", "hf", "streams"),
+            ("run", "cache", "location"))
 #: the whole test module's wall-clock bound (a hang dumps every thread's stack and ends the process)
 BOUND_S = 900
 
