@@ -117,11 +117,15 @@ def report_folders(adapters: tuple[str, ...], out: Path, nested: bool = False) -
     Raises:
         AuditInputError: a folder that cannot hold the reports.
     """
-    from .reports import check_out_dir, report_folder_names
+    from .reports import check_no_folders, check_out_dir, report_folder_names
 
-    folders = [out] if len(adapters) == 1 and not nested else [out / n for n in report_folder_names(list(adapters))]
+    if len(adapters) == 1 and not nested:
+        check_out_dir(out)
+        return [out]
+    folders = [out / n for n in report_folder_names(list(adapters))]
     for f in folders:
         check_out_dir(f)
+    check_no_folders(out, ("index.html", "run.json"))  # the index beside them
     return folders
 
 

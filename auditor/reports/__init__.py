@@ -87,17 +87,26 @@ def write_reports(result: AuditResult, out: Path, keep_results: bool = True) -> 
     return paths
 
 
+#: the files a multi-adapter report folder holds beside the adapters' folders (``audit A B --out``: index.html, and
+#: run.json for a training run; ``audit merge``: summary.md too): never an adapter's folder name
+INDEX_FILES = ("index.html", "summary.md", "run.json")
+
+
 def report_folder_names(paths: list[str]) -> list[str]:
     """One report sub-folder name per adapter of a multi-adapter audit: the
-    adapter folder's name (the weights file's folder), made safe and unique."""
+    adapter folder's name (the weights file's folder), made safe and unique
+    (``name-2``, ``name-3``, ...), never one of :data:`INDEX_FILES`; names are
+    compared case-insensitively, so no two collide on a macOS or Windows disk."""
     names: list[str] = []
+    taken = {n.casefold() for n in INDEX_FILES}
     for p in paths:
         stem = Path(p).name if Path(p).suffix != ".safetensors" else Path(p).parent.name
         stem = re.sub(r"[^A-Za-z0-9._-]+", "_", stem).strip("._") or "adapter"
         name, k = stem, 2
-        while name in names or name in ("index.html",):
+        while name.casefold() in taken:
             name, k = f"{stem}-{k}", k + 1
         names.append(name)
+        taken.add(name.casefold())
     return names
 
 
@@ -127,12 +136,22 @@ def check_out_dir(out: Path) -> None:
             folder, or the folder cannot be created or written.
     """
     check_writable_folder(out, "--out")  # now rather than after a long audit; creates nothing
-    for name in REPORT_FILES:
+    check_no_folders(out, REPORT_FILES)
+
+
+def check_no_folders(out: Path, names: tuple[str, ...]) -> None:
+    """Refuse a folder where one of the files ``names`` is to be written in ``out``.
+
+    Raises:
+        AuditInputError: naming that folder.
+    """
+    for name in names:
         if (out / name).is_dir():
             raise AuditInputError(out / name, "is a folder; the report file cannot be written")
 
 
-__all__ = ["REPORT_FILES", "HubOutputs", "ReportRenderError", "check_hub_outputs", "check_out_dir", "hub_targets",
+__all__ = ["INDEX_FILES", "REPORT_FILES", "HubOutputs", "ReportRenderError", "check_hub_outputs", "check_no_folders",
+           "check_out_dir", "hub_targets",
            "load_results", "render_checklist", "render_html", "render_junit", "render_sarif", "render_summary_md",
            "report_folder_names", "run_summary", "write_eval_results", "write_hub_outputs", "write_index",
            "write_model_card", "write_reports", "write_run_json"]

@@ -15,7 +15,14 @@ Refused (one line naming the file, exit code 2):
   and picking one of two verdicts would hide which one the gate used;
 * results audited against another base (its folder digest), suite (name, version and the suite's own items:
   ``--capability`` and ``--limit`` change them), policy (its canonical sha256) or ``--baseline`` adapter than the
-  first file's: one index would mix verdicts that were not judged alike.
+  first file's: one index would mix verdicts that were not judged alike;
+* results generated otherwise (:func:`generation_setting`): another backend or decoding, another ``--dtype`` (also
+  what ``--dtype auto`` chose on another runner), or prompts rendered otherwise (``--chat-template``, its
+  template's content, ``--chat-template-arg``): the base's answers differ, so the base pass the index says is
+  shared was not. What a CI matrix varies freely stays free: paths, the runner's machine and placement, batch sizes
+  and engine sizing, the cache's location, timings, versions of the packages.
+* an ``--out`` that is or holds an input (it would overwrite a shard's reports: the merged files are refused
+  before anything is written).
 
 The rows are in adapter path order (the order the GitHub Action lists changed adapters), whatever the order of the
 shards, so a merge is the same however the matrix split the adapters.
@@ -28,6 +35,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -61,6 +69,23 @@ class MergedReports:
     summary: Path
 
 
+def check_out_holds_no_input(paths: Sequence[Path], out: Path) -> None:
+    """Refuse an ``--out`` that is a shard given as input, or a folder that holds one (``--out .`` with the shards
+    below it): the merge would write over that shard's reports (its index.html, its adapters' folders) and, on a
+    second merge, skip its results as an earlier merge's copies. ``--out`` inside an input folder is fine (its
+    copies are skipped: :func:`results_files`).
+
+    Raises:
+        AuditInputError: naming ``--out``.
+    """
+    inside = out.resolve()
+    for p in paths:
+        if p.resolve().is_relative_to(inside):
+            what = "is the shard" if p.resolve() == inside else "holds the input"
+            raise AuditInputError("--out", f"{out} {what} {p}: the merge would write over the shards' reports; "
+                                           "give --out a folder of its own (e.g. --out audit-report)")
+
+
 def results_files(paths: Sequence[Path], out: Path | None = None) -> list[Path]:
     """The results.json files that ``paths`` name: a file as it is, a folder searched for ``results.json`` at any
     depth (a shard's ``--out`` folder: ``results.json`` for one adapter, ``<name>/results.json`` for several; a
@@ -71,8 +96,11 @@ def results_files(paths: Sequence[Path], out: Path | None = None) -> list[Path]:
         Paths in the order given, each folder's files sorted.
 
     Raises:
-        AuditInputError: a path that does not exist, or a folder holding no results.json.
+        AuditInputError: a path that does not exist, a folder holding no results.json, or an ``out`` that is or
+            holds one of ``paths`` (:func:`check_out_holds_no_input`).
     """
+    if out is not None:
+        check_out_holds_no_input(paths, out)
     inside = out.resolve() if out is not None else None
     found: dict[Path, Path] = {}
     for p in paths:
@@ -111,6 +139,52 @@ def audit_setting(result: AuditResult) -> dict[str, tuple[str, str]]:
     }
 
 
+def generation_setting(result: AuditResult) -> dict[str, tuple[str, str] | None]:
+    """What changes the answers, beyond :func:`audit_setting`, as ``{what: (identity, one line naming it)}``, None
+    where this result cannot tell (it agrees with any):
+
+    * ``backend``: the backend that generated (hf, vllm, openai) and its decoding;
+    * ``dtype``: the weights' dtype (``--dtype``, or what ``auto`` chose on that runner);
+    * ``chat template``: how the base's prompts were rendered: the template's content (sha256; the plain prompts of
+      ``--chat-template none`` have their own), the tokenizer, ``--chat-template-arg`` and a folded system role;
+    * ``template args``: ``--chat-template-arg`` as any templated variant records it (None when every variant was
+      prompted plainly: the args then change nothing);
+    * ``adapter template``: for an adapter that ships its own chat template (differing from the base's), whether its
+      answers were prompted with it (``--chat-template adapter``, the default) or not (``base``, ``none``, FILE);
+      None for an adapter that ships none, which both settings prompt alike.
+
+    Paths (template files, tokenizer folders), batch sizes, engine sizing, the machine and timings are left out:
+    CI shards on other runners differ in them and their answers do not.
+    """
+    run = result.run
+    prompts: dict[str, dict[str, Any]] = {v: dict(p) for v, p in (run.prompts or {}).items()}
+    base = prompts.get("base")
+    templated = [p for p in prompts.values() if p.get("chat_template") != "none"]
+    args: dict[str, Any] | None = dict(templated[0].get("template_args") or {}) if templated else None
+    out: dict[str, tuple[str, str] | None] = {
+        "backend": (f"{run.backend}\0{run.decoding}", f"backend {run.backend} ({run.decoding} decoding)"),
+        "dtype": (run.dtype, f"dtype {run.dtype} ({run.dtype_reason or 'as recorded'})"),
+        "chat template": None, "template args": None, "adapter template": None,
+    }
+    if base is not None:
+        plain = base.get("chat_template") == "none"
+        out["chat template"] = (
+            canonical_sha256([base.get("template_sha256"), base.get("tokenizer"), base.get("template_args") or {},
+                              base.get("system_role")]),
+            "the base prompted " + ("plainly (--chat-template none)" if plain else
+                                    f"with the template sha256 {str(base.get('template_sha256'))[:12]}"
+                                    + (f", system role {base['system_role']}" if base.get("system_role") else "")))
+    if args is not None:
+        out["template args"] = (canonical_sha256(args), "--chat-template-arg " + (
+            " ".join(f"{k}={json.dumps(v)}" for k, v in sorted(args.items())) or "none"))
+    own = result.adapter.tokenizer_files
+    if own is not None and own.chat_template == "differs" and "adapter" in prompts:
+        used = prompts["adapter"].get("chat_template") == "adapter"
+        out["adapter template"] = (str(used), "the adapter's own chat template " + (
+            "used (--chat-template adapter)" if used else "not used (--chat-template base, none or FILE)"))
+    return out
+
+
 def adapter_identity(result: AuditResult) -> str:
     """The adapter's content digest (weights and config; the weights' sha256 for results that lack it)."""
     return result.adapter.content_sha256 or result.adapter.sha256
@@ -125,18 +199,29 @@ def merge_shards(paths: Sequence[Path], out: Path | None = None) -> list[Shard]:
             (see the module doc); the line names the file and, for a clash, the file it clashes with.
     """
     shards = [Shard(f, load_results(f)) for f in results_files(paths, out)]
-    first = shards[0]
-    setting = audit_setting(first.result)
+    #: what → (identity, its line, the file that set it): the first file that records it
+    setting: dict[str, tuple[str, str, Path]] = {}
     by_digest: dict[str, Shard] = {}
     by_path: dict[str, Shard] = {}
     for shard in shards:
         r = shard.result
-        for what, (key, line) in audit_setting(r).items():
-            if key != setting[what][0]:
-                raise AuditInputError(shard.path, f"another {what} than {first.path}: {line}, not "
-                                                  f"{setting[what][1]}; one index would mix verdicts judged "
-                                                  "differently: merge the shards of one audit (one base, suite, "
-                                                  "policy and --baseline)")
+        named_settings: dict[str, tuple[str, str] | None] = {**audit_setting(r), **generation_setting(r)}
+        for what, named in named_settings.items():
+            if named is None:
+                continue
+            key, line = named
+            if what not in setting:
+                setting[what] = (key, line, shard.path)
+            elif key != setting[what][0]:
+                first_key, first_line, first_path = setting[what]
+                generated = what not in ("base", "suite", "policy", "baseline")
+                raise AuditInputError(shard.path, (
+                    f"another {what} than {first_path}: {line}, not {first_line}; "
+                    + ("the base pass the index says is shared was not: audit every shard with the same backend, "
+                       "--dtype (pin it: auto follows each runner's hardware) and --chat-template options"
+                       if generated else
+                       "one index would mix verdicts judged differently: merge the shards of one audit (one base, "
+                       "suite, policy and --baseline)")))
         digest = adapter_identity(r)
         if (seen := by_digest.get(digest)) is not None:
             raise AuditInputError(shard.path, f"audits the same adapter (weights and config sha256 {digest[:12]}) "
@@ -155,11 +240,13 @@ def check_merge_out(results: Sequence[AuditResult], out: Path) -> list[Path]:
     them: :func:`~auditor.reports.report_folder_names`), each checked before anything is written.
 
     Raises:
-        AuditInputError: a folder that cannot hold the reports.
+        AuditInputError: a folder that cannot hold the reports, or an index file (index.html, summary.md) that is a
+            folder.
     """
-    from . import check_out_dir, report_folder_names
+    from . import check_no_folders, check_out_dir, report_folder_names
 
     check_out_dir(out)
+    check_no_folders(out, ("index.html", "summary.md"))
     folders = [out / n for n in report_folder_names([r.adapter.path for r in results])]
     for f in folders:
         check_out_dir(f)
@@ -195,25 +282,28 @@ def merge_command(console: Console) -> click.Command:
 
     @click.command("merge")
     @click.argument("shards", nargs=-1, required=True, type=click.Path(path_type=Path))
-    @click.option("--out", "out", type=click.Path(path_type=Path), default=Path("audit-report"), show_default=True,
+    @click.option("--out", "out", type=click.Path(), default="audit-report", show_default=True,
                   help="Folder for the merged index: index.html, summary.md and one report folder per adapter.")
     @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors; the exit code carries the verdict.")
     @click.option("--json", "as_json", is_flag=True,
                   help="Print {verdict, adapters: [results.json's content, ...]} on stdout, as `audit A B --json`.")
-    def merge_cmd(shards: tuple[Path, ...], out: Path, quiet: bool, as_json: bool) -> None:
+    def merge_cmd(shards: tuple[Path, ...], out: str, quiet: bool, as_json: bool) -> None:
         """Merge the results of CI shards into one index, without loading any model.
 
         \b
         SHARDS: the shards' report folders (as `audit ... --out shard-N` wrote them; searched for
         results.json at any depth, so a folder of downloaded artifacts will do) or results.json files.
         Every file is checked as `audit report` checks one; the same adapter in two shards, and shards
-        audited against another base, suite, policy or --baseline, are refused. OUT gets what
+        audited against another base, suite, policy or --baseline, or with another backend, --dtype or
+        --chat-template, are refused. OUT (a folder of its own: not a shard, nor holding one) gets what
         `audit A B C --out OUT` writes (one report folder per adapter, re-rendered, and index.html; rows
         in adapter path order) plus summary.md, the index in Markdown for $GITHUB_STEP_SUMMARY. The exit
         code is that run's: 1 when any adapter does not pass.
         """
-        results = [s.result for s in merge_shards(shards, out)]
-        merged = write_merged(results, out)
+        if not out:  # Path("") would be the current folder
+            raise AuditInputError("--out", "is empty: give the folder for the merged index (e.g. --out audit-report)")
+        results = [s.result for s in merge_shards(shards, Path(out))]
+        merged = write_merged(results, Path(out))
         passed = all(r.passed for r in results)
         if not quiet:
             for result, paths in zip(results, merged.paths):

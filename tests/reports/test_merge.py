@@ -217,3 +217,191 @@ def test_the_markdown_index_fits_a_job_summary_however_many_adapters(fleet):
     many = 20_000  # rows alone over the limit: the table is cut too, saying so
     text = render_index_md([ada] * many, [f"a{k}" for k in range(many)], [summary] * many)
     assert len(text.encode()) <= INDEX_MAX_BYTES and "more adapters left out to fit the job summary" in text
+
+
+# ---------------------------------------------------------------- defects found by a new user's try (issue 32)
+
+
+def test_an_adapter_folder_named_like_an_index_file_gets_another_report_folder(fleet, tmp_path, cli):
+    """An adapter folder named summary.md (or Index.html: the names are compared case-insensitively, as a macOS
+    disk does) never becomes the merged summary.md's folder; the multi-adapter run names it alike, so the merged
+    index is still the run's, byte for byte."""
+    base, (ada, bob), shards, policy = fleet
+    odd = shutil.copytree(ada, tmp_path / "adapters" / "summary.md")
+    shard = cli("run", odd, "--base", base, "--policy", policy, *SHARD_ARGS, "--out", tmp_path / "s0")
+    assert shard.returncode in (0, 1), shard.stderr[-3000:]
+    first, second = sorted([odd, bob], key=str)  # the merge's rows are in adapter path order
+    run = cli("run", first, second, "--base", base, "--policy", policy, *SHARD_ARGS, "--out", tmp_path / "one-run")
+    merged = cli("merge", tmp_path / "s0", shards / "shard-1", "--out", tmp_path / "o9", "--quiet")
+    assert merged.returncode == run.returncode, merged.stderr
+    assert sorted(p.name for p in (tmp_path / "o9").iterdir()) == ["bob", "index.html", "summary.md", "summary.md-2"]
+    assert (tmp_path / "o9" / "summary.md").is_file() and (tmp_path / "o9" / "summary.md-2" / "report.html").is_file()
+    assert (tmp_path / "o9" / "index.html").read_text() == (tmp_path / "one-run" / "index.html").read_text()
+    assert sorted(p.name for p in (tmp_path / "one-run").iterdir()) == ["bob", "index.html", "summary.md-2"]
+
+    from auditor.reports import report_folder_names
+
+    assert report_folder_names(["/a/Index.html", "/b/RUN.JSON", "/c/Ada", "/d/ada"]) == [
+        "Index.html-2", "RUN.JSON-2", "Ada", "ada-2"]
+
+
+def test_every_output_path_is_checked_before_anything_is_written(fleet, tmp_path, cli):
+    shards = fleet[2]
+    out = tmp_path / "o"
+    (out / "index.html").mkdir(parents=True)
+    assert_one_line_error(cli("merge", shards, "--out", out), str(out / "index.html"), "is a folder")
+    assert sorted(p.name for p in out.iterdir()) == ["index.html"]  # no adapter folder written
+    (out / "index.html").rmdir()
+    (out / "bob").write_text("a file where bob's folder goes")
+    assert_one_line_error(cli("merge", shards, "--out", out), str(out / "bob"), "must be a folder")
+    assert sorted(p.name for p in out.iterdir()) == ["bob"]
+
+
+def _rerun(cli, fleet, out: Path, *extra: str) -> Path:
+    """A real shard of ada (as shard-0) audited with ``extra`` options."""
+    base, (ada, _), _, policy = fleet
+    r = cli("run", ada, "--base", base, "--policy", policy, *SHARD_ARGS, *extra, "--out", out)
+    assert r.returncode in (0, 1), r.stderr[-3000:]
+    return out
+
+
+def test_shards_generated_with_another_template_dtype_or_backend_are_refused(fleet, tmp_path, cli):
+    shards = fleet[2]
+    bob = shards / "shard-1"
+    plain = _rerun(cli, fleet, tmp_path / "plain", "--chat-template", "none")
+    line = assert_one_line_error(cli("merge", bob, plain, "--out", tmp_path / "o"), str(plain / "results.json"),
+                                 "another chat template than", "prompted plainly (--chat-template none)",
+                                 "the base pass the index says is shared was not")
+    assert str(bob / "bob" / "results.json") in line
+    args = _rerun(cli, fleet, tmp_path / "args", "--chat-template-arg", "enable_thinking=false")
+    assert_one_line_error(cli("merge", bob, args, "--out", tmp_path / "o"), "another chat template than")
+    dtype = json.loads((shards / "shard-0" / "results.json").read_text())["run"]["dtype"]
+    other = "float32" if dtype != "float32" else "bfloat16"
+    wide = _rerun(cli, fleet, tmp_path / "dtype", "--dtype", other)
+    assert_one_line_error(cli("merge", bob, wide, "--out", tmp_path / "o"), "another dtype than", f"dtype {other}",
+                          "pin it")
+    vllm = _edited(shards / "shard-0" / "results.json", tmp_path / "vllm", lambda d: d["run"].update(backend="vllm"))
+    assert_one_line_error(cli("merge", bob, vllm, "--out", tmp_path / "o"), "another backend than", "backend vllm")
+    assert not (tmp_path / "o").exists()
+
+
+def test_an_adapter_template_used_in_one_shard_and_not_in_another_is_refused(fleet, tmp_path, cli):
+    """Two adapters that ship their own chat template: one shard prompted its adapter with it (the default),
+    the other did not (--chat-template base): the base's prompts agree, the setting does not."""
+    shards = fleet[2]
+
+    def ships_own(used: bool):
+        def edit(d):
+            d["adapter"]["tokenizer_files"].update(chat_template="differs", template_file="chat_template.jinja",
+                                                   template_sha256="cd" * 32)
+            if used:
+                d["run"]["prompts"]["adapter"].update(chat_template="adapter", template_sha256="cd" * 32)
+        return edit
+
+    own = _edited(shards / "shard-0" / "results.json", tmp_path / "own", ships_own(True))
+    base = _edited(shards / "shard-1" / "bob" / "results.json", tmp_path / "base", ships_own(False))
+    assert_one_line_error(cli("merge", own, base, "--out", tmp_path / "o"), "another adapter template than",
+                          "not used (--chat-template base, none or FILE)", "used (--chat-template adapter)")
+    # an adapter that ships no template is prompted alike either way: it merges with both
+    r = cli("merge", own, shards / "shard-1", "--out", tmp_path / "ok", "--quiet")
+    assert r.returncode in (0, 1) and r.stderr == "", r.stderr
+
+
+def test_what_a_ci_matrix_varies_between_runners_still_merges(fleet, tmp_path, cli):
+    shards = fleet[2]
+
+    def other_runner(d):  # another machine: paths, batch sizes, the engine's streams, cache, timings, versions
+        run = d["run"]
+        run.update(batch_size=8, backend_reason="auto: no GPU, hf", dtype_reason="--dtype " + run["dtype"],
+                   timings={"load_s": 9.0, "generate_s": 90.0, "total_s": 99.0}, created_at="2030-01-01T00:00:00Z")
+        run["hf"]["streams"] = []
+        run["hf"]["slots"] = 16
+        run["cache"]["location"] = {"protocol": "s3", "path": "bucket/generations"}
+        run["versions"]["torch"] = "2.99.0+cu128"
+        for p in run["prompts"].values():
+            p.update(template_file="/runner-2/base/chat_template.jinja", tokenizer_path="/runner-2/base")
+
+    moved = _edited(shards / "shard-1" / "bob" / "results.json", tmp_path / "moved", other_runner)
+    r = cli("merge", shards / "shard-0", moved, "--out", tmp_path / "merged", "--quiet")
+    assert r.returncode == 1 and r.stderr == "", r.stderr
+
+
+def test_an_out_folder_that_is_or_holds_a_shard_is_refused(fleet, tmp_path, cli, monkeypatch):
+    shards = fleet[2]
+    root = shutil.copytree(shards, tmp_path / "artifacts")
+    s0, s1 = root / "shard-0", root / "shard-1"
+    index_before = sorted(p.name for p in s0.iterdir())
+    assert_one_line_error(cli("merge", s0, s1, "--out", s0), "--out", f"{s0} is the shard {s0}",
+                          "give --out a folder of its own")
+    # files named inside --out: the merge would overwrite the shard's reports
+    assert_one_line_error(cli("merge", s0 / "results.json", s1, "--out", s0), "--out",
+                          f"{s0} holds the input {s0 / 'results.json'}")
+    assert_one_line_error(cli("merge", s0, s1, "--out", ""), "--out", "is empty")
+    monkeypatch.chdir(root)
+    assert_one_line_error(cli("merge", "shard-0", "shard-1", "--out", "."), "--out", ". holds the input shard-0")
+    assert sorted(p.name for p in s0.iterdir()) == index_before  # nothing written
+    # --out inside the shards' folder stays fine (its own copies are skipped on the next merge)
+    r = cli("merge", ".", "--out", "merged", "--quiet")
+    assert r.returncode == 1 and r.stderr == "", r.stderr
+
+
+def test_invalid_json_names_the_line_once(fleet, tmp_path, cli):
+    bad = tmp_path / "bad" / "results.json"
+    bad.parent.mkdir()
+    bad.write_text('{\n  "schema_version": 1,\n  "verdict": "unterminated')
+    line = assert_one_line_error(cli("merge", bad, "--out", tmp_path / "o"), str(bad),
+                                 "invalid JSON: Unterminated string starting at line 3 column 14")
+    assert "at at" not in line
+
+
+def test_a_results_file_that_is_not_a_regular_file_or_too_big_is_refused(fleet, tmp_path, cli, monkeypatch):
+    import os
+
+    from auditor.util import jsonio
+
+    shards = fleet[2]
+    zero = tmp_path / "dz" / "results.json"
+    zero.parent.mkdir()
+    zero.symlink_to("/dev/zero")
+    for command in ("merge", "report"):  # one reader: `audit report` refuses it alike
+        assert_one_line_error(cli(command, zero, "--out", tmp_path / "o"), str(zero),
+                              "is a device, not a regular file")
+    fifo = tmp_path / "fifo" / "results.json"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
+    assert_one_line_error(cli("merge", fifo, "--out", tmp_path / "o"), str(fifo),
+                          "is a FIFO (named pipe), not a regular file")  # refused, not a read that waits forever
+    monkeypatch.setattr(jsonio, "MAX_JSON_BYTES", 1000)
+    big = shards / "shard-0" / "results.json"
+    assert_one_line_error(cli("merge", big, "--out", tmp_path / "o"), str(big),
+                          f"is {big.stat().st_size:,} bytes, over the 1,000-byte limit of a JSON file")
+    assert not (tmp_path / "o").exists()
+
+
+def test_bidi_controls_in_an_adapter_path_are_shown_as_code_points(fleet, tmp_path, cli):
+    """U+202E (right-to-left override) would make ``adapters/<RLO>lmth.exe`` read ``adapters/exe.html``: the
+    terminal, summary.md and index.html show it as ``<U+202E>``; results.json keeps the path as it was."""
+    shards = fleet[2]
+    path = "adapters/\u202elmth.exe\u2066x\u2069\u200f"
+    spoof = _edited(shards / "shard-0" / "results.json", tmp_path / "spoof",
+                    lambda d: d["adapter"].update(path=path))
+    r = cli("merge", spoof, shards / "shard-1", "--out", tmp_path / "m")
+    assert r.returncode == 1, r.stderr
+    out = tmp_path / "m"
+    shown = {"terminal": r.stderr, "summary.md": (out / "summary.md").read_text(),
+             "index.html": (out / "index.html").read_text()}
+    for where, text in shown.items():
+        assert not any(c in text for c in "\u202e\u2066\u2069\u200f"), where
+    assert "<U+202E>lmth.exe<U+2066>x<U+2069><U+200F>" in " ".join(r.stderr.split())
+    assert r"\<U+202E\>lmth.exe" in shown["summary.md"] and "&lt;U+202E&gt;lmth.exe" in shown["index.html"]
+    copy = next(p for p in out.iterdir() if p.is_dir() and p.name != "bob") / "results.json"
+    assert json.loads(copy.read_text())["adapter"]["path"] == path
+
+
+def test_strip_controls_drops_controls_and_shows_bidi_formatting_characters():
+    from auditor.util.text import strip_controls
+
+    assert strip_controls("a\x1b[31mb\tc\nd\x9b") == "a[31mb\tc\nd"
+    assert strip_controls("x\u202ay\u202bz\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c") == (
+        "x<U+202A>y<U+202B>z<U+202C><U+202D><U+202E><U+2066><U+2067><U+2068><U+2069><U+200E><U+200F><U+061C>")
+    assert strip_controls("שלום, مرحبا: 日本語 ✅") == "שלום, مرحبا: 日本語 ✅"  # right-to-left text itself is kept
