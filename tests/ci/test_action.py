@@ -130,6 +130,33 @@ def test_sharded_example_workflow_finds_shards_audits_them_and_merges_one_verdic
     check = steps["Check that every shard ended with a verdict"]
     assert check["env"]["AUDIT"] == "${{ needs.audit.result }}" and "if" not in check
     assert "--cache-dir" in SHARDED.read_text()  # the object store named as the alternative to actions/cache
+    # one actions/cache entry per run, not one per shard (each holds the converted base: 10 GB per repository)
+    assert gate["with"]["cache"] == "${{ matrix.shard == 0 && 'true' || 'restore' }}"
+    assert "'restore'" in load_yaml(ACTION)["inputs"]["cache"]["description"]
+    comments = " ".join(line.strip(" #") for line in SHARDED.read_text().splitlines() if line.strip().startswith("#"))
+    assert "forks" in comments and "git lfs pull --include" in comments
+    # the job summary links the merged reports' artifact (summary.md's report paths are plain text in it)
+    upload = steps["actions/upload-artifact"]
+    assert list(merge["steps"]).index(upload) < list(merge["steps"]).index(steps["Publish the summary"])
+    assert steps["Publish the summary"]["env"]["REPORTS_URL"] == f"${{{{ steps.{upload['id']}.outputs.artifact-url }}}}"
+
+
+def test_a_restore_only_cache_restores_and_never_saves():
+    """`cache: 'restore'` (the sharded example's shards but one): the restore step runs, the cache-key and save
+    steps do not; `'true'` runs all three, `'false'` none (the steps' `if:` evaluated as the runner does)."""
+    steps = {s.get("name"): s for s in load_yaml(ACTION)["runs"]["steps"]}
+    names = ("Restore the auditor's cache", "Index the auditor's cache", "Save the auditor's cache")
+    ran = {}
+    for value in ("true", "restore", "false"):
+        # a run that added answers: the cache-index step, when it runs, says save
+        ctx: dict[str, Any] = {"inputs": {"cache": value}, "steps": {"prep": {"outputs": {"found": "true"}}}}
+        ran[value] = []
+        for n in names:
+            if condition(steps[n]["if"], ctx, failed=False):
+                ran[value].append(n)
+                if steps[n].get("id") == "cache-index":
+                    ctx["steps"]["cache-index"] = {"outputs": {"save": "true"}}
+    assert ran == {"true": list(names), "restore": [names[0]], "false": []}
 
 
 def _tool(name: str) -> str:
