@@ -179,7 +179,7 @@ class GenerationCache:
                                                              "n_tokens": int(n_tokens), "about": about}))
         except OSError as e:
             self.stats.failed_writes += 1
-            self.stats.write_error = self.stats.write_error or (e.strerror or str(e) or type(e).__name__)
+            self.stats.write_error = self.stats.write_error or self.store.public(e.strerror or str(e) or type(e).__name__)
             return
         self.stats.writes += 1
 

@@ -65,7 +65,8 @@ def cache_info_cmd(as_json: bool, cache_dir: str | None) -> None:
 @click.option("--cache-dir", "cache_dir", default=None, metavar="DIR|URL", help=CACHE_DIR_HELP)
 def cache_clear_cmd(everything: bool, cache_dir: str | None) -> None:
     """Delete cached generations and pre-screens (with --all: the local cache's converted models, NLTK data and
-    throughput too): only files named as the cache names its entries, never anything else in the folder or prefix."""
+    throughput folders too); of the answer cache only files named as the cache names its entries, never anything
+    else in the folder or prefix."""
     from ..util.cache_store import using_cache_dir
     from ..util.files import cache_dir as local
     from .cache import clear_cache
