@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -58,6 +59,14 @@ CACHE_FORMAT = 1
 GENERATIONS = "generations"
 _FILEHASHES = "filehashes"  # auditor.util.hashing.file_sha256's memos
 _WEIGHT_SPACE = "weight_space"  # auditor.inspect.weight_space's pre-screens (in the answer cache too)
+#: the names of the cache's own files in each folder ``audit cache clear`` empties (path relative to the folder):
+#: a generation entry ``<key[:2]>/<key>.json``, a pre-screen or a file-hash memo ``<sha256>.json``; nothing else
+#: there is ever deleted, so a --cache-dir that names a folder of other files loses none of them
+ENTRY_NAMES = {GENERATIONS: re.compile(r"([0-9a-f]{2})/\1[0-9a-f]{62}\.json"),
+            _WEIGHT_SPACE: re.compile(r"[0-9a-f]{64}\.json"), _FILEHASHES: re.compile(r"[0-9a-f]{64}\.json")}
+#: what ``audit cache clear --all`` removes besides: the folders the local cache's other parts live in
+#: (converted base models, the GGUF base, NLTK data, converted .bin adapters, measured throughput)
+_LOCAL_FOLDERS = ("models", "gguf", "nltk_data", "converted-adapters", "throughput")
 
 
 def generation_key(*, base: str, adapter: str | None, messages: Any, max_new_tokens: int, rendered: str,
@@ -170,7 +179,7 @@ class GenerationCache:
                                                              "n_tokens": int(n_tokens), "about": about}))
         except OSError as e:
             self.stats.failed_writes += 1
-            self.stats.write_error = self.stats.write_error or (e.strerror or str(e) or type(e).__name__)
+            self.stats.write_error = self.stats.write_error or self.store.public(e.strerror or str(e) or type(e).__name__)
             return
         self.stats.writes += 1
 
@@ -186,7 +195,8 @@ def _shared(answers: CacheStore, verb: str) -> Iterator[None]:
     try:
         yield
     except OSError as e:
-        raise AuditInputError(answers.shown, f"the answer cache cannot be {verb} ({e.strerror or e})") from None
+        raise AuditInputError(answers.shown, f"the answer cache cannot be {verb} "
+                                             f"({answers.public(str(e.strerror or e))})") from None
 
 
 def _under(store: CacheStore, root: Path) -> bool:
@@ -210,8 +220,9 @@ def cache_info(root: Path | None = None, answers: CacheStore | None = None) -> d
     Raises:
         AuditInputError: the answer cache cannot be listed or read.
     """
-    answers = answers if answers is not None else open_store(root, "cache") if root is not None else answer_store()
-    root = Path(root) if root is not None else cache_dir()
+    answers = answers if answers is not None else open_store(root, "cache") if root is not None else \
+        answer_store(create=False)
+    root = Path(root) if root is not None else cache_dir(create=False)
     with _shared(answers, "read"):
         listed = [(rel, n) for rel, n in answers.files(GENERATIONS) if rel.endswith(".json") and rel.count("/") == 2]
         contents = answers.read_many([rel for rel, _ in listed]).values()
@@ -247,8 +258,9 @@ def cache_info(root: Path | None = None, answers: CacheStore | None = None) -> d
 def clear_cache(root: Path | None = None, everything: bool = False, answers: CacheStore | None = None
                 ) -> dict[str, int]:
     """Delete the generation entries and weight-space pre-screens of the answer cache and the local file-hash
-    memos (and with ``everything`` the whole local cache: converted base models, NLTK data, throughput).
-    Only the answer cache's own folders are removed from a shared location, never the rest of its prefix.
+    memos (and with ``everything`` the local cache's other folders: converted base models, NLTK data, throughput).
+    Only files named as the cache names its entries are removed (``generations/<k[:2]>/<k>.json``,
+    ``weight_space/<sha256>.json``, ...), never the rest of a shared prefix or of a folder --cache-dir named.
 
     Args:
         root: the local cache folder (default :func:`~auditor.util.files.cache_dir`).
@@ -262,15 +274,13 @@ def clear_cache(root: Path | None = None, everything: bool = False, answers: Cac
     """
     answers = answers if answers is not None else open_store(root, "cache") if root is not None else answer_store()
     root = Path(root) if root is not None else cache_dir()
-    if not everything:
-        targets = [root / _FILEHASHES]
-    else:
-        targets = [p for p in root.iterdir() if not p.name.endswith(".lock")] if root.is_dir() else []
+    targets = [root / name for name in _LOCAL_FOLDERS] if everything else []
     removed_files, removed_bytes = 0, 0
     with FileLock(str(root / ".clear.lock")):
-        for folder in (GENERATIONS, _WEIGHT_SPACE):  # the answer cache's (inside root or not)
-            with _shared(answers, "cleared"):
-                n, b = answers.remove(folder)
+        for store, folder in ((answers, GENERATIONS), (answers, _WEIGHT_SPACE),  # the answer cache's (inside root or not)
+                              (open_store(root, "cache"), _FILEHASHES)):
+            with _shared(store, "cleared"):
+                n, b = store.remove(folder, ENTRY_NAMES[folder])
             removed_files += n
             removed_bytes += b
         for t in targets:

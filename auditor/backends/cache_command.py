@@ -64,8 +64,9 @@ def cache_info_cmd(as_json: bool, cache_dir: str | None) -> None:
               help="Also remove converted base models and NLTK data (rebuilt on the next audit).")
 @click.option("--cache-dir", "cache_dir", default=None, metavar="DIR|URL", help=CACHE_DIR_HELP)
 def cache_clear_cmd(everything: bool, cache_dir: str | None) -> None:
-    """Delete cached generations and pre-screens (with --all: the whole local cache too); of a shared answer
-    cache only its generations/ and weight_space/ folders, never the rest of the prefix."""
+    """Delete cached generations and pre-screens (with --all: the local cache's converted models, NLTK data and
+    throughput folders too); of the answer cache only files named as the cache names its entries, never anything
+    else in the folder or prefix."""
     from ..util.cache_store import using_cache_dir
     from ..util.files import cache_dir as local
     from .cache import clear_cache

@@ -33,14 +33,16 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from ..errors import AuditInputError
-from .files import atomic_write, cache_dir, check_writable_folder, using_local_cache
+from .files import atomic_write, cache_dir, check_folder_path, check_writable_folder, using_local_cache
 
 #: the answer cache's location (a URL or a folder) when no ``--cache-dir`` is given
 ANSWER_CACHE_ENV = "AUDITOR_GENERATION_CACHE"
@@ -56,19 +58,93 @@ CACHE_DIR_HELP = ("Where the cache lives. A folder: the whole cache moves there 
 #: the one object a check of a remote location writes (and reads back); its bytes never change, so
 #: concurrent checks are harmless, and it is never deleted (a run needs no delete permission)
 PROBE, PROBE_BYTES = ".adapter-auditor", b"adapter-auditor answer cache\n"
+#: how long the up-front check of a remote location may take (seconds): an endpoint that accepts connections
+#: but never answers is refused after this, not waited on for the filesystem's own timeouts and retries
+CHECK_TIMEOUT_S = 20.0
+#: the protocols of this machine's own folders (``file:///abs``, ``file://localhost/abs``, ``file:/abs``)
+LOCAL_PROTOCOLS = ("file", "local")
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*(::|://)")
-_USERINFO = re.compile(r"(://)[^/@?#]*@")
+_LOCAL_URL = re.compile(r"^(file|local):", re.IGNORECASE)
+#: where each ``protocol://`` of a (possibly chained, ``a::b://``) URL starts
+_SEGMENT = re.compile(r"(?:^|::)[A-Za-z][A-Za-z0-9+.-]*://")
+#: a temporary file of :func:`~auditor.util.files.atomic_write` (``.<name>.<random>.tmp``), and its final name
+_TMP = re.compile(r"(^|/)\.([^/]+)\.[A-Za-z0-9_]+\.tmp$")
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def is_url(value: str | Path) -> bool:
-    """Whether ``value`` is a URL (``protocol://...``, or fsspec's chained ``a::b://...``) rather than a folder."""
-    return not isinstance(value, Path) and bool(_URL.match(value))
+    """Whether ``value`` is a URL (``protocol://...``, fsspec's chained ``a::b://...``, or ``file:...``) rather
+    than a folder."""
+    return not isinstance(value, Path) and bool(_URL.match(value) or _LOCAL_URL.match(value))
+
+
+def _segments(url: str) -> list[tuple[int, int]]:
+    """(start, end) of the part after each ``protocol://`` of ``url``: where a user, a password and a path are."""
+    starts = [m.end() for m in _SEGMENT.finditer(url)]
+    ends = [m.start() for m in _SEGMENT.finditer(url)][1:] + [len(url)]
+    return list(zip(starts, ends))
 
 
 def public_url(url: str) -> str:
-    """``url`` without what may carry a secret: ``user:password@`` before its host, its query (pre-signed or SAS
-    tokens) and its fragment. ``s3://key:secret@bucket/p?x=1`` → ``s3://bucket/p``; chained URLs too."""
-    return _USERINFO.sub(r"\1", re.split(r"[?#]", url, maxsplit=1)[0])
+    """``url`` without what may carry a secret: everything up to the last ``@`` after each ``protocol://``
+    (``user:password@``, a password holding ``/`` included), its query (pre-signed or SAS tokens) and its
+    fragment. ``s3://key:se/cret@bucket/p?x=1`` → ``s3://bucket/p``; chained URLs too. When an ``@`` comes after
+    the first ``?`` or ``#`` (a query holding one, or a password holding ``?``), nothing after the first
+    ``protocol://`` is shown: ``s3://…``."""
+    cut = re.search(r"[?#]", url)
+    if cut and "@" in url[cut.start():]:
+        head = url.find("://")
+        return (url[:head + 3] if head >= 0 else "") + "…"
+    url = url[:cut.start()] if cut else url
+    out, at = [], 0
+    for start, end in _segments(url):
+        rest = url[start:end]
+        out += [url[at:start], rest[rest.rfind("@") + 1:]]
+        at = end
+    return "".join(out) + url[at:]
+
+
+def _secrets(url: str) -> list[str]:
+    """The parts of ``url`` :func:`public_url` leaves out (users and passwords, query, fragment), longest first."""
+    found = [url[m.start():] for m in [re.search(r"[?#]", url)] if m]
+    for start, end in _segments(url):
+        rest = url[start:end]
+        if "@" in rest:
+            found.append(rest[:rest.rfind("@")])
+            found += [p for p in re.split(r"[:@/]", rest[:rest.rfind("@")]) if len(p) >= 3]
+    return sorted(set(found), key=len, reverse=True)
+
+
+def _scrub(text: str, secrets: tuple[str, ...]) -> str:
+    """``text`` (a library's error message) with every secret of the URL replaced by ``***``."""
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
+def _bounded(work: Callable[[], Any], seconds: float) -> Any:
+    """``work()`` in a daemon thread, waited on for at most ``seconds``: its result, or its exception raised.
+
+    Raises:
+        TimeoutError: it did not end in time (the thread is left to the filesystem's own timeouts; being a
+            daemon it does not hold up the end of the process).
+    """
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["result"] = work()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller
+            box["error"] = e
+
+    thread = threading.Thread(target=run, name="cache-check", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        raise TimeoutError(f"no answer within {seconds:.0f} s")
+    if "error" in box:
+        raise box["error"]
+    return box.get("result")
 
 
 def _os_error(e: BaseException) -> OSError:
@@ -88,12 +164,15 @@ class CacheStore:
         shown: the location as people see it and results.json records it: a local path, or the URL without
             credentials (:func:`public_url`).
         fs: the fsspec filesystem of a remote location, None for a local folder.
+        secrets: the parts of the URL that :attr:`shown` leaves out (a user and password the filesystem took),
+            scrubbed from the filesystem's error messages (:meth:`public`).
     """
 
     root: str
     protocol: str = "file"
     shown: str = ""
     fs: Any = None
+    secrets: tuple[str, ...] = field(default=(), repr=False)
 
     @property
     def local(self) -> bool:
@@ -101,7 +180,12 @@ class CacheStore:
 
     def child(self, name: str) -> CacheStore:
         """The store of the folder ``name`` inside this one."""
-        return CacheStore(f"{self.root.rstrip('/')}/{name}", self.protocol, f"{self.shown.rstrip('/')}/{name}", self.fs)
+        return CacheStore(f"{self.root.rstrip('/')}/{name}", self.protocol, f"{self.shown.rstrip('/')}/{name}", self.fs,
+                          self.secrets)
+
+    def public(self, text: str) -> str:
+        """``text`` (an error message of the filesystem's) with the URL's secrets replaced by ``***``."""
+        return _scrub(text, self.secrets)
 
     def where(self) -> dict[str, str]:
         """``{"protocol", "path"}``: the filesystem and the folder on it (host included, credentials not)."""
@@ -179,69 +263,110 @@ class CacheStore:
             return got
         try:
             raw = self.fs.cat([self._full(r) for r in rels], on_error="return")
-        except Exception as e:  # noqa: BLE001
-            raise _os_error(e) from e
+        except Exception as e:  # noqa: BLE001 - the whole batch failed (the store out of reach): each one did
+            failed = _os_error(e)
+            return {rel: failed for rel in rels}
         for rel in rels:
             v = raw.get(self._full(rel), FileNotFoundError(rel))
             got[rel] = bytes(v) if isinstance(v, (bytes, bytearray)) else _os_error(v)
         return got
 
-    def remove(self, folder: str) -> tuple[int, int]:
-        """Delete ``folder`` and everything in it (a symlinked folder is unlinked, not followed). Returns
-        (files, bytes) removed.
+    def remove(self, folder: str, entry: re.Pattern[str]) -> tuple[int, int]:
+        """Delete the files under ``folder`` whose path relative to it matches ``entry`` (the cache's own names:
+        nothing else, whatever else is there), the temporary files writers left behind (``.<name>.*.tmp``), and
+        then the folders this leaves empty. A symlink is removed, never followed. Returns (files, bytes) removed.
 
         Raises:
             OSError: the location cannot be listed or written.
         """
+        prefix = folder.rstrip("/") + "/"
+        found = self.files(folder)
         if self.local:
-            import shutil
-
-            p = Path(self._full(folder))
-            if p.is_symlink():
-                p.unlink()
+            top = Path(self._full(folder))
+            if top.is_symlink():  # the link, not what it points to
+                top.unlink()
                 return 1, 0
-            if not p.is_dir():
-                return 0, 0
-            files = self.files(folder)
-            shutil.rmtree(p, ignore_errors=True)
-            return len(files), sum(b for _, b in files)
-        files = self.files(folder)
-        if files:
+            found += [(p.relative_to(self.root).as_posix(), p.lstat().st_size) for p in top.rglob(".*.tmp")
+                      if p.is_file()] if top.is_dir() else []
+        mine = [(rel, n) for rel, n in found
+                if rel.startswith(prefix) and entry.fullmatch(_TMP.sub(r"\1\2", rel[len(prefix):]))]
+        if not mine:
+            return 0, 0
+        if self.local:
+            for rel, _ in mine:
+                Path(self._full(rel)).unlink(missing_ok=True)
+            for d in sorted({Path(self._full(rel)).parent for rel, _ in mine}, key=lambda p: -len(p.parts)):
+                for empty in (d, *d.parents):  # the folders left empty, up to the cache's own
+                    if not empty.is_relative_to(Path(self._full(folder))):
+                        break
+                    try:
+                        empty.rmdir()
+                    except OSError:
+                        break
+        else:
             try:
-                self.fs.rm(self._full(folder), recursive=True)
+                self.fs.rm([self._full(rel) for rel, _ in mine])
             except FileNotFoundError:
                 pass  # removed by another process meanwhile
             except Exception as e:  # noqa: BLE001
                 raise _os_error(e) from e
-        return len(files), sum(b for _, b in files)
+        return len(mine), sum(n for _, n in mine)
 
     def check(self, option: str, write: bool = True) -> None:
         """Refuse, before any model loads, a location this process cannot use: a local folder that cannot be
-        created or written; a remote one where the :data:`PROBE` object cannot be written and read back
-        (``write``), or that cannot be listed (not ``write``: what ``audit cache info`` needs).
+        created or written (``write``), or where a file stands in the way (always); a remote one where the
+        :data:`PROBE` object cannot be written and read back (``write``), or that cannot be listed (not ``write``:
+        what ``audit cache info`` needs), or that does not answer within :data:`CHECK_TIMEOUT_S`. Creates nothing
+        when not ``write``.
 
         Raises:
-            AuditInputError: one line naming ``option``, the location and the filesystem's reason.
+            AuditInputError: one line naming ``option``, the location and the filesystem's reason (the URL's
+                secrets never in it).
         """
         if self.local:
-            if write:
-                check_writable_folder(Path(self.root), option)
+            (check_writable_folder if write else check_folder_path)(Path(self.root), option)
             return
-        try:
+
+        def probe() -> None:
             if write:
                 self.write(PROBE, PROBE_BYTES)
                 if self.read(PROBE) != PROBE_BYTES:
                     raise OSError(f"{PROBE} read back other bytes than were written")
             else:
                 self.fs.exists(self._full(PROBE))
+
+        try:
+            _bounded(probe, CHECK_TIMEOUT_S)
         except Exception as e:  # noqa: BLE001 - whatever the filesystem raises, one line
-            reason = str(_os_error(e)) or type(e).__name__
+            reason = self.public(str(_os_error(e)) or type(e).__name__)
             raise AuditInputError(option, f"{self.shown} cannot be {'written' if write else 'read'} ({reason}); "
                                           "check the location, its credentials and the network") from None
 
 
+def _local_url(url: str, option: str) -> str:
+    """The absolute folder a ``file:`` / ``local:`` URL names on this machine (``file:///abs``,
+    ``file://localhost/abs``, ``file:/abs``; percent-escapes decoded, as ``Path.as_uri`` writes them).
+
+    Raises:
+        AuditInputError: it names no folder (``file://``, ``file:``, ``file://.``, a relative path, ``/``), a
+            user or password, or another machine's host.
+    """
+    shown = public_url(url)
+    proto, rest = url.split(":", 1)
+    host, path = (urlsplit(f"{proto.lower()}:{rest}").netloc, urlsplit(f"{proto.lower()}:{rest}").path) \
+        if rest.startswith("//") else ("", rest)
+    if "@" in host or (rest.startswith("//") and not rest.startswith("///") and "@" in rest):
+        raise AuditInputError(option, f"{shown}: a {proto}:// URL takes no user or password; give "
+                                      f"{proto}:///absolute/folder")
+    path = unquote(path)
+    if host.lower() not in ("", "localhost") or not path.startswith("/") or not path.strip("/"):
+        raise AuditInputError(option, f"{shown} names no folder; give an absolute one, e.g. file:///mnt/shared/cache "
+                                      "(no host but localhost, no relative path)")
+    return os.path.normpath(path)
+
+
 def open_store(where: str | Path, option: str) -> CacheStore:
-    """The store at ``where``: a local folder (a path, or a ``file://`` URL), or a URL fsspec opens. Nothing is
+    """The store at ``where``: a local folder (a path, or a ``file:`` URL), or a URL fsspec opens. Nothing is
     read or written yet (:meth:`CacheStore.check` does that).
 
     Args:
@@ -250,14 +375,29 @@ def open_store(where: str | Path, option: str) -> CacheStore:
 
     Raises:
         AuditInputError: a protocol fsspec does not know, one whose package is not installed (naming the
-            ``pip install`` to run), or a URL the filesystem refuses.
+            ``pip install`` to run), a URL the filesystem refuses, one with a query string or a fragment, with a
+            wildcard (``*``, ``[``, ``]``), with a user or password the filesystem does not take (they would
+            become part of the path), or that names no folder (``file://``, ``s3://``). The URL's secrets are
+            never in the message.
     """
     if not is_url(where):
         path = Path(where).expanduser().absolute()
         return CacheStore(str(path), "file", str(path))
     url = str(where)
     shown = public_url(url)
-    protocol = url.split("::")[-1].split("://", 1)[0] if "://" in url else url.split("::", 1)[0]
+    if any(c in url for c in "?#"):
+        raise AuditInputError(option, f"{shown} has a query string or a fragment (?… or #…), which the answer cache "
+                                      "cannot use (it would become part of every path); drop it and give credentials "
+                                      "through the filesystem's own settings (AWS_* variables, ~/.aws, ...)")
+    last = url.rsplit("::", 1)[-1]
+    protocol = last.split("://", 1)[0] if "://" in last else last.split(":", 1)[0]
+    if protocol.lower() in LOCAL_PROTOCOLS:
+        folder = _local_url(last, option)
+        if "::" not in url:
+            return CacheStore(folder, "file", folder)
+    elif any(c in url for c in "*[]"):
+        raise AuditInputError(option, f"{shown} has a wildcard (* [ ]), which fsspec would expand; name the folder "
+                                      "without one")
     try:
         import fsspec
         from fsspec.implementations.local import LocalFileSystem
@@ -272,15 +412,40 @@ def open_store(where: str | Path, option: str) -> CacheStore:
         if str(e).startswith("Protocol not known"):
             raise AuditInputError(option, f"{protocol}:// is not a filesystem fsspec knows (s3://, gs://, az://, "
                                           "file://, ... with the package that implements it)") from None
-        raise AuditInputError(option, f"{shown} is not a location fsspec can open ({e})") from None
+        raise AuditInputError(option, f"{shown} is not a location fsspec can open "
+                                      f"({_scrub(str(e), tuple(_secrets(url)))})") from None
     except Exception as e:  # noqa: BLE001 - a filesystem's constructor refusing its options
-        raise AuditInputError(option, f"{shown} is not a location fsspec can open ({_os_error(e)})") from None
+        raise AuditInputError(option, f"{shown} is not a location fsspec can open "
+                                      f"({_scrub(str(_os_error(e)), tuple(_secrets(url)))})") from None
+    rest = last.split("://", 1)[-1]
+    if "@" in rest and rest[:rest.rfind("@") + 1] in path:
+        raise AuditInputError(option, f"{shown}: {protocol}:// takes no user or password in the URL (it would become "
+                                      "part of the path); give credentials through the filesystem's own settings "
+                                      "(AWS_* variables and ~/.aws for s3://, GOOGLE_APPLICATION_CREDENTIALS for gs://, "
+                                      f"FSSPEC_{protocol.upper()}_* variables), and no @ in the path")
     if not path.strip("/"):
         raise AuditInputError(option, f"{shown} names no bucket or folder; give one, e.g. s3://bucket/prefix or "
                                       "file:///mnt/shared/cache")
     if isinstance(fs, LocalFileSystem):
         return CacheStore(path.rstrip("/") or "/", "file", path.rstrip("/") or "/")
-    return CacheStore(path.rstrip("/"), protocol, shown.rstrip("/"), fs)
+    return CacheStore(path.rstrip("/"), protocol, shown.rstrip("/"), fs, tuple(_secrets(url)))
+
+
+def check_value(value: str, named: str, *, absolute: bool = False) -> None:
+    """Refuse a ``--cache-dir`` / ``$AUDITOR_GENERATION_CACHE`` value that cannot be meant: empty or blank, with
+    control characters, or (``absolute``: the variable, read by processes in other folders) a relative folder.
+
+    Raises:
+        AuditInputError: one line naming ``named`` (the value's control characters never printed).
+    """
+    if not value.strip():
+        raise AuditInputError(named, "is empty; give a folder or a URL such as s3://bucket/prefix")
+    if _CONTROLS.search(value):
+        raise AuditInputError(named, "contains control characters; give a folder or a URL such as s3://bucket/prefix")
+    if absolute and not is_url(value) and not Path(value).expanduser().is_absolute():
+        raise AuditInputError(named, f"{value} is a relative folder; give an absolute folder or a URL such as "
+                                     "s3://bucket/prefix (every process that inherits the variable must find the "
+                                     "same place)")
 
 
 def cache_env(value: str | Path | None) -> dict[str, str]:
@@ -300,18 +465,22 @@ def cache_env(value: str | Path | None) -> dict[str, str]:
 _IN_EFFECT: list[CacheStore] = []
 
 
-def answer_store() -> CacheStore:
+def answer_store(create: bool = True) -> CacheStore:
     """The answer cache in effect: the one :func:`using_cache_dir` set, else ``$AUDITOR_GENERATION_CACHE``, else
-    the local cache folder (:func:`~auditor.util.files.cache_dir`). Checks nothing.
+    the local cache folder (:func:`~auditor.util.files.cache_dir`, created unless not ``create``). Checks that
+    nothing can be reached.
 
     Raises:
-        AuditInputError: ``$AUDITOR_GENERATION_CACHE`` names a protocol that cannot be opened here.
+        AuditInputError: ``$AUDITOR_GENERATION_CACHE`` is empty, blank, has control characters, is a relative
+            folder, or names a location that cannot be opened here (:func:`open_store`).
     """
     if _IN_EFFECT:
         return _IN_EFFECT[-1]
-    if env := os.environ.get(ANSWER_CACHE_ENV):
+    env = os.environ.get(ANSWER_CACHE_ENV)
+    if env is not None:
+        check_value(env, ANSWER_CACHE_ENV, absolute=True)
         return open_store(env, ANSWER_CACHE_ENV)
-    return open_store(cache_dir(), "AUDITOR_CACHE_DIR")
+    return open_store(cache_dir(create=create), "AUDITOR_CACHE_DIR")
 
 
 @contextmanager
@@ -324,17 +493,19 @@ def using_cache_dir(value: str | Path | None, option: str = "--cache-dir", write
         value: a folder (the whole cache moves there, as with ``$AUDITOR_CACHE_DIR``), a URL (the answer cache
             goes there, the rest stays local), or None (``$AUDITOR_GENERATION_CACHE``, else the local cache).
         option: the option's name for messages.
-        write: check that the answer cache can be written (an audit, ``cache clear``); else only read (``cache info``).
+        write: check that the answer cache can be written (an audit, ``cache clear``); else only that it can be
+            read, creating nothing (``cache info``).
 
     Raises:
-        AuditInputError: the location cannot be opened, reached or written (one line naming the option).
+        AuditInputError: the value is empty, blank or has control characters; the location cannot be opened,
+            reached or written, or a file stands where its folder would be (one line naming the option).
     """
-    if value is not None and str(value).strip() == "":
-        raise AuditInputError(option, "is empty; give a folder or a URL such as s3://bucket/prefix")
+    if value is not None:
+        check_value(str(value), option)
     if value is None or is_url(value):
-        named = option if value is not None else ANSWER_CACHE_ENV if os.environ.get(ANSWER_CACHE_ENV) else \
+        named = option if value is not None else ANSWER_CACHE_ENV if ANSWER_CACHE_ENV in os.environ else \
             "AUDITOR_CACHE_DIR"
-        store = open_store(value, option) if value is not None else answer_store()
+        store = open_store(value, option) if value is not None else answer_store(create=write)
         store.check(named, write)
         _IN_EFFECT.append(store)
         try:
@@ -343,8 +514,7 @@ def using_cache_dir(value: str | Path | None, option: str = "--cache-dir", write
             _IN_EFFECT.pop()
         return
     folder = Path(value).expanduser().absolute()
-    if write:
-        check_writable_folder(folder, option)
+    (check_writable_folder if write else check_folder_path)(folder, option)
     store = open_store(folder, option)
     with using_local_cache(folder):
         _IN_EFFECT.append(store)

@@ -24,9 +24,10 @@ from ..errors import AuditInputError
 _LOCAL_ROOT: list[Path] = []
 
 
-def cache_dir() -> Path:
-    """Return the cache root (created if missing): ``--cache-dir DIR`` while an audit given it runs
-    (:func:`using_local_cache`), else ``$AUDITOR_CACHE_DIR``, else the XDG cache folder.
+def cache_dir(create: bool = True) -> Path:
+    """Return the cache root (created if missing, unless not ``create``: what a read-only command such as
+    ``audit cache info`` asks): ``--cache-dir DIR`` while an audit given it runs (:func:`using_local_cache`), else
+    ``$AUDITOR_CACHE_DIR``, else the XDG cache folder.
 
     Raises:
         AuditInputError: it cannot be created (a file in the way, no permission).
@@ -39,6 +40,8 @@ def cache_dir() -> Path:
     else:
         xdg = os.environ.get("XDG_CACHE_HOME")
         root = (Path(xdg) if xdg else Path.home() / ".cache") / "adapter-auditor"
+    if not create:
+        return root
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -81,6 +84,17 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
         raise
 
 
+def check_folder_path(folder: Path, option: str) -> None:
+    """Refuse a folder that cannot be one because a file stands where it (or a parent) would be. Reads only.
+
+    Raises:
+        AuditInputError: naming the file and ``option``.
+    """
+    for p in (folder, *folder.parents):
+        if p.exists() and not p.is_dir():
+            raise AuditInputError(p, f"{option} must be a folder, but this is a file")
+
+
 def check_writable_folder(folder: Path, option: str) -> None:
     """Refuse, before any work is done, a folder that cannot hold the files an option asks for: it (or a
     parent) is a file, or the nearest folder that exists refuses a new file. Creates nothing (a probe file
@@ -94,9 +108,7 @@ def check_writable_folder(folder: Path, option: str) -> None:
     Raises:
         AuditInputError: naming the path at fault and ``option``.
     """
-    for p in (folder, *folder.parents):
-        if p.exists() and not p.is_dir():
-            raise AuditInputError(p, f"{option} must be a folder, but this is a file")
+    check_folder_path(folder, option)
     here = next((p for p in (folder, *folder.parents) if p.exists()), Path("."))
     try:
         before = here.stat()

@@ -19,7 +19,7 @@ import pytest
 from cache_hammer import ABOUT, PER_WRITER, READERS, WRITERS, answer_of, entry_of, key_of, shared_keys, worker
 from conftest import AUDIT, DEMO_ADAPTERS, ROOT, assert_one_line_error
 
-from auditor.backends.cache import GenerationCache, cache_info
+from auditor.backends.cache import ENTRY_NAMES, GenerationCache, cache_info
 from auditor.util.cache_store import ANSWER_CACHE_ENV, cache_env, open_store, public_url, using_cache_dir
 
 
@@ -167,9 +167,10 @@ def test_processes_sharing_an_s3_bucket_lose_and_tear_nothing(s3_env):
     _check_store(where, PER_WRITER["s3"], big=False)
 
 
-def _audit(*args, env: dict | None = None, timeout: int = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([*AUDIT, *map(str, args)], capture_output=True, text=True, cwd=ROOT, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+def _audit(*args, env: dict | None = None, timeout: int = 120, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    """``audit *args`` in a fresh process, run in ``cwd`` (this checkout's auditor package imported wherever)."""
+    return subprocess.run([*AUDIT, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=timeout,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
 
 
 def test_cache_info_and_clear_on_a_shared_url(tmp_path, s3_env):
@@ -247,8 +248,12 @@ def test_a_child_process_given_cache_env_uses_the_same_cache(tmp_path):
 def test_urls_are_recorded_without_credentials():
     assert public_url("s3://KEY:SECRET@bucket/p?X-Amz-Signature=abc#x") == "s3://bucket/p"
     assert public_url("simplecache::sftp://user:pw@host:22/cache") == "simplecache::sftp://host:22/cache"
-    store = open_store("memory://user:pw@bucket/prefix", "test")
-    assert "pw" not in json.dumps(store.where()) and store.where()["protocol"] == "memory"
+    # the user and password end at the LAST @, a / in the password included
+    assert public_url("memory://user:Se/CrEt1@foo/bar") == "memory://foo/bar"
+    assert public_url("s3://AKIA:SeC/rEtKeY@bkt/p") == "s3://bkt/p"
+    assert public_url("simplecache::sftp://u:p/w@d@host/c::x") == "simplecache::sftp://host/c::x"
+    # an @ after the query starts: a query holding one or a password holding ?; nothing after s3:// is shown
+    assert public_url("s3://b/p?x=a@b&token=SeCrEt") == "s3://…" and public_url("s3://u:pa?ss@b/p") == "s3://…"
 
 
 def test_an_object_store_entry_is_one_put_and_is_read_back(tmp_path):
@@ -262,7 +267,8 @@ def test_an_object_store_entry_is_one_put_and_is_read_back(tmp_path):
     assert c.get(key_of(2), "base") is None and c.stats.unreadable == 1
     info = cache_info(tmp_path, store)
     assert info["generations"]["entries"] == 2 and info["generations"]["unreadable"] == 1
-    assert store.remove("generations") == (2, len(entry_of(1, False)) + 30) and store.files("generations") == []
+    assert store.remove("generations", ENTRY_NAMES["generations"]) == (2, len(entry_of(1, False)) + 30)
+    assert store.files("generations") == []
 
 
 def _missing_protocol() -> tuple[str, str]:
@@ -342,3 +348,158 @@ def test_an_audit_with_its_answers_on_s3_reads_them_back_and_records_where(tmp_p
     assert second["model_loaded"] is False
     store = open_store(url, "test")
     assert len(store.files("generations")) == 4 and len(store.files("weight_space")) == 1
+
+
+SECRETS = ("SeCrEt", "CrEt1", "rEtKeY", "SeCrEtQ", "SeCrEtT", "SeCrEtF")
+
+
+def _no_secret(proc: subprocess.CompletedProcess) -> None:
+    for secret in SECRETS:
+        assert secret not in proc.stdout + proc.stderr, (secret, proc.stdout, proc.stderr)
+
+
+def _user_folder(tmp_path: Path) -> tuple[Path, dict[str, bytes]]:
+    """A folder of the user's own (the current folder of the commands below) that happens to hold folders named
+    generations/ and weight_space/, and the files in it (relative path → bytes)."""
+    cwd = tmp_path / "project"
+    files = {"generations/notes.txt": b"mine", "generations/zz/plot.json": b"{}", "weight_space/x.txt": b"mine",
+             "weight_space/" + "A" * 64 + ".json": b"{}", "filehashes/keep.json": b"mine", "models/mine.txt": b"mine"}
+    for rel, data in files.items():
+        (cwd / rel).parent.mkdir(parents=True, exist_ok=True)
+        (cwd / rel).write_bytes(data)
+    return cwd, files
+
+
+def _same_files(cwd: Path, files: dict[str, bytes]) -> None:
+    assert {p.relative_to(cwd).as_posix(): p.read_bytes() for p in cwd.rglob("*") if p.is_file()
+            and p.name != ".clear.lock"} == files
+
+
+@pytest.mark.parametrize("url", ["file://", "file:", "file://.", "file:.", "file:rel", "local://", "file://~",
+                                 "file:///", "file://host.example/srv/cache"])
+def test_a_file_url_that_names_no_folder_on_this_machine_is_refused_and_nothing_is_deleted(tmp_path, url):
+    """``file://`` (and every spelling of no folder, the current folder or another machine's) once made
+    ``audit cache clear`` delete generations/ and weight_space/ of the current folder: now one line, exit 2."""
+    cwd, files = _user_folder(tmp_path)
+    env = {"AUDITOR_CACHE_DIR": str(tmp_path / "home")}
+    for command in ("clear", "info"):
+        assert_one_line_error(_audit("cache", command, "--cache-dir", url, env=env, cwd=cwd), "names no folder")
+    assert_one_line_error(_audit("cache", "info", env={**env, ANSWER_CACHE_ENV: url}, cwd=cwd), "names no folder")
+    _same_files(cwd, files)
+    assert not (tmp_path / "home").exists()
+
+
+def test_cache_clear_deletes_only_the_caches_own_entries(tmp_path):
+    """``audit cache clear --cache-dir .`` in a folder of the user's: the entries named as the cache names them
+    go (and a writer's leftover temporary file), everything else stays."""
+    cwd, files = _user_folder(tmp_path)
+    key, ws = "ab" + "0" * 62, "c" * 64
+    GenerationCache(cwd / "generations").put(key, "hello", 2, ABOUT)
+    (cwd / "weight_space" / f"{ws}.json").write_bytes(b"{}")
+    (cwd / "generations" / "ab" / f".{key}.json.k2x_9qz1.tmp").write_bytes(b"{")
+    (cwd / "filehashes" / f"{'d' * 64}.json").write_bytes(b"{}")
+    proc = _audit("cache", "clear", "--cache-dir", ".", cwd=cwd)
+    assert proc.returncode == 0 and "removed 4 files" in proc.stdout, proc.stdout + proc.stderr
+    _same_files(cwd, files)
+    assert not (cwd / "generations" / "ab").exists()  # the folder the entries left empty
+
+
+def test_clearing_an_object_store_removes_only_entries(tmp_path):
+    store = open_store("memory://clear-test/p", "test")
+    store.write(f"generations/{key_of(1)[:2]}/{key_of(1)}.json", entry_of(1, False))
+    store.write("generations/readme.txt", b"not ours")
+    from auditor.backends.cache import clear_cache
+
+    assert clear_cache(tmp_path / "local", answers=store)["files"] == 1
+    assert [rel for rel, _ in store.files("")] == ["generations/readme.txt"]
+
+
+@pytest.mark.parametrize("url", ["s3://bkt/aud?token=SeCrEtQ", "memory://user:SeCrEt1@foo/bar?token=SeCrEtT#SeCrEtF",
+                                 "s3://bkt/aud#SeCrEtF", "s3://b/p?x=a@b&token=SeCrEtT"])
+def test_a_url_with_a_query_or_a_fragment_is_refused_up_front_without_its_secret(tmp_path, url):
+    """It once passed the write check (fsspec took ``?token=…`` as part of the path) and crashed mid-audit
+    with the token in the message (exit 3): now one line before any model loads, no secret in it."""
+    line = _refused_before_any_model(tmp_path, "--cache-dir", url)
+    assert "query string or a fragment" in line and not any(s in line for s in SECRETS), line
+    line = _refused_before_any_model(tmp_path, env={ANSWER_CACHE_ENV: url})
+    assert line.startswith(f"error: {ANSWER_CACHE_ENV}: ") and not any(s in line for s in SECRETS), line
+
+
+@pytest.mark.parametrize("url", ["memory://user:Se/CrEt1@foo/bar", "s3://AKIA:SeC/rEtKeY@bkt/p",
+                                 "memory://user:SeCrEt@foo/bar", "file://user:SeCrEt@localhost/tmp/x",
+                                 "file://user:Se/CrEt1@localhost/tmp/x"])
+def test_a_user_or_password_the_filesystem_would_take_as_a_path_is_refused_and_never_shown(tmp_path, url):
+    """memory://, s3:// and file:// take no user or password: fsspec made them part of the path (a folder
+    ./user:SeCrEt@localhost/…, run.cache.location user:Se/CrEt1@foo/bar/generations). Refused, nothing created."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    for command in ("clear", "info"):
+        proc = _audit("cache", command, "--cache-dir", url, env={"AUDITOR_CACHE_DIR": str(tmp_path / "home")}, cwd=cwd)
+        assert_one_line_error(proc)
+        _no_secret(proc)
+    assert list(cwd.iterdir()) == [] and not (tmp_path / "home").exists()
+
+
+def test_a_file_url_of_localhost_is_the_absolute_folder(tmp_path):
+    assert open_store(f"file://localhost{tmp_path}", "test").root == str(tmp_path)
+    assert open_store(f"file:{tmp_path}/a%20b", "test").root == str(tmp_path / "a b")
+
+
+def test_a_filesystems_error_message_loses_the_urls_secrets():
+    from auditor.util.cache_store import CacheStore, _secrets
+
+    store = CacheStore("/cache", "sftp", public_url("sftp://me:Se/CrEt1@host/cache"), None,
+                       tuple(_secrets("sftp://me:Se/CrEt1@host/cache")))
+    assert store.public("auth failed for me:Se/CrEt1 (password CrEt1)") == "auth failed for *** (password ***)"
+
+
+def test_an_s3_endpoint_that_never_answers_is_refused_in_bounded_time(tmp_path):
+    """A socket that accepts connections and never answers (botocore would wait 60 s per attempt, with retries:
+    the audit hung past 400 s, silent): the up-front check gives up after CHECK_TIMEOUT_S, one line, exit 2."""
+    if importlib.util.find_spec("s3fs") is None:
+        pytest.skip("s3fs is not installed (test extras)")
+    import socket
+
+    from auditor.util.cache_store import CHECK_TIMEOUT_S
+
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        env = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "SeCrEt", "AWS_DEFAULT_REGION": "us-east-1",
+               "AWS_ENDPOINT_URL": f"http://127.0.0.1:{silent.getsockname()[1]}"}
+        t0 = time.monotonic()
+        line = _refused_before_any_model(tmp_path, "--cache-dir", "s3://answers/p", env=env)
+        assert "s3://answers/p cannot be written (no answer within" in line and "SeCrEt" not in line
+        assert CHECK_TIMEOUT_S <= time.monotonic() - t0 < CHECK_TIMEOUT_S + 30
+        proc = _audit("cache", "info", "--cache-dir", "s3://answers/p", env=env, timeout=CHECK_TIMEOUT_S + 60)
+        assert "cannot be read (no answer within" in assert_one_line_error(proc)
+
+
+@pytest.mark.parametrize("value", ["::::", " ", "", "\x1b[31mred\x07", "rel/dir"])
+def test_an_answer_cache_variable_that_names_no_absolute_folder_is_refused(tmp_path, value):
+    """``AUDITOR_GENERATION_CACHE='::::'`` (or blank, or with control characters, or relative) was taken as a
+    folder in the current one and created there: now one line naming the variable (its control characters
+    never printed), exit 2, nothing created; ``--cache-dir`` refuses blanks and control characters too."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    env = {"AUDITOR_CACHE_DIR": str(tmp_path / "home"), ANSWER_CACHE_ENV: value}
+    line = assert_one_line_error(_audit("cache", "info", env=env, cwd=cwd), f"error: {ANSWER_CACHE_ENV}: ")
+    assert "\x1b" not in line and "\x07" not in line
+    assert _refused_before_any_model(tmp_path, env={ANSWER_CACHE_ENV: value}).startswith(f"error: {ANSWER_CACHE_ENV}: ")
+    if value.strip() == "" or "\x1b" in value:
+        assert_one_line_error(_audit("cache", "clear", "--cache-dir", value, cwd=cwd), "error: --cache-dir: ")
+    assert list(cwd.iterdir()) == []
+
+
+def test_cache_info_refuses_a_file_and_creates_nothing(tmp_path):
+    """``cache info`` on a file said 0 entries (exit 0) where ``audit`` and ``cache clear`` refuse it; on a
+    folder that is not there it created it. Now the same refusal, and a read-only command creates nothing."""
+    (tmp_path / "a-file").write_text("x")
+    home = {"AUDITOR_CACHE_DIR": str(tmp_path / "home")}
+    for where in ((tmp_path / "a-file").as_uri(), tmp_path / "a-file", tmp_path / "a-file" / "sub"):
+        line = assert_one_line_error(_audit("cache", "info", "--cache-dir", where, env=home))
+        assert line.endswith("--cache-dir must be a folder, but this is a file") and "a-file" in line
+        assert line == assert_one_line_error(_audit("cache", "clear", "--cache-dir", where, env=home))
+    for args, env in ((["--cache-dir", tmp_path / "none"], home), (["--cache-dir", (tmp_path / "none").as_uri()], home),
+                      ([], home), ([], {**home, ANSWER_CACHE_ENV: str(tmp_path / "none")})):
+        proc = _audit("cache", "info", "--json", *args, env=env)
+        assert proc.returncode == 0 and json.loads(proc.stdout)["generations"]["entries"] == 0, proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
