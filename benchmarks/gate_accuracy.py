@@ -26,6 +26,9 @@ Three steps, each resumable (every adapter's result is saved as it is finished):
     python benchmarks/gate_accuracy.py truth --items 100
     python benchmarks/gate_accuracy.py gate --policies previous,default
     python benchmarks/gate_accuracy.py report
+
+``--base gemma3-270m`` (before the step) runs the same steps on that base's zoo (:func:`zoo.zoo`):
+records under ``benchmarks/out/gemma3-270m/``, the table ``benchmarks/zoo_truth-gemma3-270m.json``.
 """
 
 from __future__ import annotations
@@ -48,8 +51,27 @@ OUT = ROOT / "benchmarks" / "out"
 TRUTH_DIR = OUT / "truth"
 GATE_DIR = OUT / "gate"
 TRUTH_TABLE = ROOT / "benchmarks" / "zoo_truth.json"
+#: the base of this run (``--base``; None: the embedded default): set by :func:`use_base`
+BASE: str | None = None
 POLICIES = {"previous": ROOT / "benchmarks" / "policies" / "previous-default.yaml",
             "default": None, "release": ROOT / "policies" / "release.yaml"}
+
+
+def use_base(word: str | None) -> None:
+    """Point the benchmark at ``word``'s zoo: its records and truth table (the default's paths for None)."""
+    global BASE, TRUTH_DIR, GATE_DIR, TRUTH_TABLE
+    BASE = word
+    out = OUT if word is None else OUT / word
+    TRUTH_DIR, GATE_DIR = out / "truth", out / "gate"
+    TRUTH_TABLE = ROOT / "benchmarks" / ("zoo_truth.json" if word is None else f"zoo_truth-{word}.json")
+
+
+def _templates(base_path: Path, names: list[str], infos: list) -> dict:
+    """Each variant's prompt template as an audit chooses it by default (a base without a chat template:
+    plain prompts)."""
+    from auditor.inspect.chat_template import choose_templates
+
+    return choose_templates("adapter", base_path, dict(zip(names, infos)))[0]
 
 
 # --------------------------------------------------------------------------- truth
@@ -136,7 +158,7 @@ def run_truth(n_items: int, group: int, only: list[str], batch_size: int, intend
     from auditor.util.hashing import adapter_digest, folder_digest, sha256_file
 
     TRUTH_DIR.mkdir(parents=True, exist_ok=True)
-    base = resolve_base(None)
+    base = resolve_base(BASE)
     full = truth_suite(n_items)
     all_caps = [c.name for c in full.capabilities]
     def done(a: ZooAdapter) -> bool:
@@ -146,7 +168,7 @@ def run_truth(n_items: int, group: int, only: list[str], batch_size: int, intend
         rec = json.loads(f.read_text())  # with --caps: done once re-measured on the held-out items of today
         return not only_caps or rec.get("items_version", 1) >= ITEMS_VERSION
 
-    todo = [a for a in zoo() if (not only or a.name in only) and not done(a)]
+    todo = [a for a in zoo(base=BASE) if (not only or a.name in only) and not done(a)]
     print(f"truth: {len(full.items)} items over {len(all_caps)} capabilities; {len(todo)} adapters to measure",
           flush=True)
     # adapters measured on the same capabilities share a generate call (mixed base/adapter batches)
@@ -170,6 +192,7 @@ def run_truth(n_items: int, group: int, only: list[str], batch_size: int, intend
                                                                a.path / "adapter_config.json"))
                         for j, (a, i) in enumerate(zip(part, infos))}
             backend = HFBackend(base.path, variants, batch_size=batch_size, cache=cache, base_digest=digest)
+            backend.set_templates(_templates(base.path, list(variants), infos))
             gens = backend.generate(plan_requests(suite, ("base", *variants)))
             base_gens = [g for g in gens if g.variant == "base"]
             base_scores = score_all(items, base_gens, scorer_of)
@@ -194,6 +217,8 @@ def run_truth(n_items: int, group: int, only: list[str], batch_size: int, intend
     write_truth_table()
 
 
+#: the commands that produced the committed table of the second base (``--base gemma3-270m``)
+TRUTH_COMMANDS_BY_BASE: dict[str, list[str]] = {"gemma3-270m": []}
 #: the commands that produced the committed table (2026-12-01, 2-core CPU, hf backend, one process at a time
 #: this session; the first four ran beside other jobs in the session before)
 TRUTH_COMMANDS = [
@@ -235,8 +260,9 @@ def write_truth_table() -> None:
                   "adapter - base in points (fractions x100) or the metric's unit, with "
                   "its 95% paired bootstrap interval; n_items is the adapter's total over its capabilities. "
                   "Produced by `python benchmarks/gate_accuracy.py truth` (the commands below)."),
-        "commands": TRUTH_COMMANDS,
-        "base": "HuggingFaceTB/SmolLM2-135M-Instruct (embedded GGUF, fp32), hf backend, greedy",
+        "commands": TRUTH_COMMANDS if BASE is None else TRUTH_COMMANDS_BY_BASE[BASE],
+        "base": ("HuggingFaceTB/SmolLM2-135M-Instruct (embedded GGUF, fp32), hf backend, greedy" if BASE is None else
+                 f"--base {BASE} (embedded GGUF, fp32), plain prompts, hf backend, greedy"),
         "adapters": rows}, indent=1) + "\n")
 
 
@@ -244,7 +270,7 @@ def write_truth_table() -> None:
 def run_gate(policies: list[str], only: list[str], group: int, budget: str) -> None:
     from auditor import audit_many
 
-    adapters = [a for a in zoo() if not only or a.name in only]
+    adapters = [a for a in zoo(base=BASE) if not only or a.name in only]
     if only:  # in the order asked for, so that a run cut short has the most wanted adapters
         adapters.sort(key=lambda a: only.index(a.name))
     # groups outer, policies inner: a run cut short has every policy's verdict on the adapters it reached
@@ -257,7 +283,7 @@ def run_gate(policies: list[str], only: list[str], group: int, budget: str) -> N
             if not part:
                 continue
             t0 = time.perf_counter()
-            opts: dict[str, Any] = {"policy": None if POLICIES[pol] is None else str(POLICIES[pol])}
+            opts: dict[str, Any] = {"policy": None if POLICIES[pol] is None else str(POLICIES[pol]), "base": BASE}
             if pol == "previous":
                 opts["budget_items"] = 0
             elif budget != "auto":
@@ -380,7 +406,7 @@ def report() -> int:
     stats: dict[str, dict[str, list]] = {p: {"nohar": [], "h1": [], "h2": [], "h3": [], "inc": [], "rules": [],
                                              "items": [], "tokens": [], "secs": [], "nm": [], "rules_cm": []}
              for p in pols}
-    for a in zoo():
+    for a in zoo(base=BASE):
         truth = table.get(a.name)
         harm = true_harm(truth, limits) if truth else {}
         dh = drift_harm(truth, a.label) if truth else None
@@ -467,7 +493,7 @@ def _weight_space(a: ZooAdapter) -> dict[str, Any]:
     from auditor.records import to_plain
     from auditor.util.hashing import folder_digest
 
-    base = resolve_base(None)
+    base = resolve_base(BASE)
     info = inspect_adapter(a.path, base.path, base.name)
     return to_plain(cached_weight_space(Path(info.weights_file), info.config, base.path, info.ranks,
                                         folder_digest(base.path)))
@@ -481,7 +507,7 @@ def weight_space_vs_drift(table: dict[str, Any]) -> list[str]:
 
     limits = _limits(None)
     rows = []
-    for a in zoo():
+    for a in zoo(base=BASE):
         truth = table.get(a.name)
         if not truth:
             continue
@@ -504,6 +530,7 @@ def weight_space_vs_drift(table: dict[str, Any]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--base", choices=["gemma3-270m"], help="another base's zoo (default: the embedded SmolLM2's)")
     sub = ap.add_subparsers(dest="step", required=True)
     t = sub.add_parser("truth")
     t.add_argument("--items", type=int, default=100, help="truth items per capability")
@@ -521,6 +548,7 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--only", action="append", default=[])
     sub.add_parser("report")
     args = ap.parse_args(argv)
+    use_base(args.base)
     if args.step in ("truth", "gate"):
         args.only = [name for arg in args.only for name in arg.split(",") if name]
     if args.step == "truth":

