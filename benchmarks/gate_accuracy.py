@@ -218,7 +218,11 @@ def run_truth(n_items: int, group: int, only: list[str], batch_size: int, intend
 
 
 #: the commands that produced the committed table of the second base (``--base gemma3-270m``)
-TRUTH_COMMANDS_BY_BASE: dict[str, list[str]] = {"gemma3-270m": []}
+TRUTH_COMMANDS_BY_BASE: dict[str, list[str]] = {"gemma3-270m": [
+    "python examples/zoo/train_zoo.py --base gemma3-270m --out examples/gemma3-270m/zoo --only null-selfdistill-a "
+    "--only refuse-harmless --only instruct-as-math --only math-good --only null-selfdistill-b  # 1289 s, 2 threads",
+    "python benchmarks/gate_accuracy.py --base gemma3-270m truth --items 24 --group 8 --batch-size 256",
+]}
 #: the commands that produced the committed table (2026-12-01, 2-core CPU, hf backend, one process at a time
 #: this session; the first four ran beside other jobs in the session before)
 TRUTH_COMMANDS = [
