@@ -44,9 +44,11 @@ def read_regular_file(path: Path, max_bytes: int | None = None) -> bytes:
         # O_NONBLOCK: a regular file swapped for a FIFO after the stat cannot block the open
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            now = os.fstat(f.fileno())
+            if not stat.S_ISREG(now.st_mode):
                 raise AuditInputError(path, "is not a regular file")
-            data = f.read(max_bytes + 1)
+            # read(n) allocates n bytes first: ask for the size the file has (plus one, to see it grow), not the limit
+            data = f.read(min(max_bytes, now.st_size + 65536) + 1)
     except OSError as e:
         raise AuditInputError(path, f"cannot read: {e.strerror or e}") from None
     if len(data) > max_bytes:

@@ -211,10 +211,9 @@ def test_three_zoo_adapters_on_the_embedded_base_give_the_single_process_results
     args = [*adapters, "--capability", "math", "--capability", "over_refusal", "--limit", "4", "--budget", "0",
             "--backend", "hf", "--dtype", "float32", "--batch-size", "8", "--quiet"]
     for name, extra in (("single", []), ("ray", ["--ray", cluster.address])):
-        monkeypatch.setenv("AUDITOR_CACHE_DIR", str(tmp_path / f"cache-{name}"))
-        for shared in ("models", "nltk_data"):  # the converted base, not answers
-            (tmp_path / f"cache-{name}").mkdir(exist_ok=True)
-            (tmp_path / f"cache-{name}" / shared).symlink_to(Path(_user_cache()) / shared, target_is_directory=True)
+        # each run its own empty answer cache (AUDITOR_GENERATION_CACHE, which the workers inherit); the session's
+        # local cache, and so the converted base at one path, shared
+        monkeypatch.setenv("AUDITOR_GENERATION_CACHE", str(tmp_path / f"answers-{name}"))
         r = cli(*args, "--out", tmp_path / name, *extra)
         assert r.returncode in (0, 1), r.stderr[-3000:]
     single, on_ray = _results(tmp_path / "single"), _results(tmp_path / "ray")
@@ -223,7 +222,3 @@ def test_three_zoo_adapters_on_the_embedded_base_give_the_single_process_results
         assert normalised(on_ray[name]) == normalised(single[name]), name
 
 
-def _user_cache() -> str:
-    import os
-
-    return os.environ["AUDITOR_USER_CACHE_DIR"]
