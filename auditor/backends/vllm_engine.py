@@ -46,6 +46,7 @@ What vLLM cannot serve (modules_to_save, DoRA, LoRA on embeddings or
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -212,7 +213,9 @@ class VLLMBackend(CachedBackend):
         for _, v in rows:
             counts[v] = counts.get(v, 0) + 1
         self.calls.append(counts)
-        outs = self.model.generate(prompts, params, use_tqdm=self.show_progress,
+        # vLLM's own bar only on a terminal: its offline loop divides by the bar's elapsed time, which can be 0.0
+        # (a ZeroDivisionError seen in CI, where no one watches the bar anyway)
+        outs = self.model.generate(prompts, params, use_tqdm=self.show_progress and sys.stderr.isatty(),
                                    lora_request=loras if self.adapters else None)
         return [self._decode(list(o.outputs[0].token_ids)) for o in outs]
 

@@ -287,7 +287,7 @@ def vllm_and_hf_runs(tmp_path_factory):
     rv = subprocess.run([*AUDIT, str(MATH), "--backend", "vllm", *WORKLOAD, *fp32, "--out", str(tmp / "vllm")], cwd=ROOT,
                         capture_output=True, text=True, timeout=900, env=bare)
     t_vllm = time.perf_counter() - t0
-    assert rv.returncode in (0, 1), rv.stderr[-3000:]
+    assert rv.returncode in (0, 1) and (tmp / "vllm" / "results.json").is_file(), rv.stderr[-3000:]
     t0 = time.perf_counter()
     rh = _audit([MATH, "--backend", "auto", *WORKLOAD, *fp32, "--out", tmp / "hf"])
     t_hf = time.perf_counter() - t0
