@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import click
 from rich.console import Console
-from rich.markup import escape
 
 from ..util.cache_store import CACHE_DIR_HELP
-from ..util.text import strip_controls
+from ..util.text import terminal_text
 
-
-def _t(x: object) -> str:
-    """A path for the terminal: control characters dropped, rich markup escaped (as reports.terminal.t)."""
-    return escape(strip_controls(str(x)))
+_t = terminal_text
 
 
 def _size(n: float) -> str:

@@ -7,20 +7,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from ..records import MetricComparison
 from ..records.training_run import RunSummary
 from ..results import AuditResult
-from ..util.text import strip_controls
+from ..util.text import terminal_text
 from .view import comparison_cells, no_drift_note
 
-
-def t(x: object) -> str:
-    """Untrusted text for the terminal: control characters (ANSI escapes, OSC
-    sequences, NUL) dropped, rich markup escaped."""
-    return escape(strip_controls(str(x)))
+t = terminal_text  # the short name the report modules use
 
 
 def comparison_table(comparisons: Sequence[MetricComparison], title: str, left: str, right: str,

@@ -20,3 +20,11 @@ def strip_controls(text: str) -> str:
     Markdown and the HTML reports (jinja2's ``finalize``) all pass through here,
     while results.json keeps the text as it was."""
     return _BIDI.sub(lambda m: f"<U+{ord(m.group()):04X}>", _CONTROLS.sub("", text))
+
+
+def terminal_text(x: object) -> str:
+    """Untrusted text for the terminal: control characters (ANSI escapes, OSC sequences, NUL) dropped, rich
+    markup escaped."""
+    from rich.markup import escape
+
+    return escape(strip_controls(str(x)))
