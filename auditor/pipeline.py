@@ -114,20 +114,20 @@ def _run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print,
     """
     t_start = time.perf_counter()
     given, hub_of, converted = _given_adapters(opts, adapters)
+    # each adapter's files and headers first (read once: inspection takes them on): a broken adapter is refused
+    # before the backend's choice imports torch
+    checked = [preflight_adapter(a, opts.max_adapter_bytes) for a in given]
     backend_name, backend_reason = choose_backend(opts.backend)
     BACKENDS[backend_name].check_options(opts, len(given))
     check_ray_options(opts, backend_name)
     if len(opts.served_adapters) > len(given):
         raise AuditInputError("--served-adapter", f"{len(opts.served_adapters)} names for {len(given)} adapters")
     seen: dict[str, str] = {}  # adapter digest -> the argument that named it, in the order given
-    checked = []  # each adapter's preflight, read once: inspection takes it on
-    for a in given:
-        pre = preflight_adapter(a, opts.max_adapter_bytes)
+    for a, pre in zip(given, checked):
         _check_given_once(opts, given, a, adapter_digest(sha256_file(pre.weights), pre.folder / "adapter_config.json"),
                           seen)
         backend_name, backend_reason = fall_back_for(opts.backend, backend_name, backend_reason, pre.config, pre.tensors)
         BACKENDS[backend_name].check_adapter(pre.weights, pre.config, pre.tensors)
-        checked.append(pre)
     dtype, dtype_reason = choose_dtype(opts.dtype, backend_name, backend_name != "openai" and gpu_present())
     opts = replace(opts, dtype=dtype, dtype_reason=dtype_reason)
     suite = load_suite(opts.suite, limit=opts.limit, only=opts.capabilities, data_dir=opts.data_dir, scorers=SCORERS)

@@ -27,9 +27,17 @@ points).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-from scipy import stats as _st
+
+
+def scipy_stats() -> Any:
+    """``scipy.stats``, imported on first use: about 0.6 s that a refused input or a report never needs."""
+    from scipy import stats
+
+    return stats
+
 
 #: default number of bootstrap resamples
 N_RESAMPLES = 4000
@@ -169,8 +177,8 @@ def expanded_alpha(confidence: float, n: int) -> float:
     alpha = 1.0 - confidence
     if n < 2:
         return alpha
-    z = np.sqrt(n / (n - 1)) * _st.t.ppf(1 - alpha / 2, n - 1)
-    return float(2 * _st.norm.sf(z))
+    z = np.sqrt(n / (n - 1)) * scipy_stats().t.ppf(1 - alpha / 2, n - 1)
+    return float(2 * scipy_stats().norm.sf(z))
 
 
 def percentile_interval(replicates: np.ndarray, confidence: float, n: int | None = None) -> tuple[float, float]:
@@ -199,7 +207,7 @@ def mcnemar_exact(base_only: int, adapter_only: int) -> float:
     n = base_only + adapter_only
     if n == 0:
         return 1.0
-    return float(_st.binomtest(adapter_only, n, 0.5).pvalue)
+    return float(scipy_stats().binomtest(adapter_only, n, 0.5).pvalue)
 
 
 def wilcoxon_p(d: PairedData) -> float:
@@ -209,7 +217,7 @@ def wilcoxon_p(d: PairedData) -> float:
     diff = d.adapter[m] - d.base[m]
     if not np.any(diff != 0):
         return 1.0
-    return float(_st.wilcoxon(diff, zero_method="wilcox").pvalue)
+    return float(scipy_stats().wilcoxon(diff, zero_method="wilcox").pvalue)
 
 
 def permutation_p_gap(d: PairedData, n_resamples: int, rng: np.random.Generator) -> float:
@@ -262,8 +270,8 @@ def one_sided_p(d: PairedData, n_resamples: int, rng: np.random.Generator,
         bo, ao = discordant(d)
         if bo + ao == 0:
             return 1.0, 1.0
-        return (float(_st.binomtest(bo, bo + ao, 0.5, alternative="greater").pvalue),
-                float(_st.binomtest(ao, bo + ao, 0.5, alternative="greater").pvalue))
+        return (float(scipy_stats().binomtest(bo, bo + ao, 0.5, alternative="greater").pvalue),
+                float(scipy_stats().binomtest(ao, bo + ao, 0.5, alternative="greater").pvalue))
     n_clusters = int(d.clusters.max()) + 1 if d.clusters.size else 0
     diff = np.bincount(d.clusters[m], weights=d.weights[m] * (d.adapter[m] - d.base[m]), minlength=n_clusters)
     diff = diff[diff != 0]
@@ -291,4 +299,4 @@ def bh_adjust(pvalues: list[float]) -> list[float]:
     """Benjamini–Hochberg adjusted p-values (``scipy.stats.false_discovery_control``)."""
     if not pvalues:
         return []
-    return [float(x) for x in _st.false_discovery_control(np.asarray(pvalues, dtype=float), method="bh")]
+    return [float(x) for x in scipy_stats().false_discovery_control(np.asarray(pvalues, dtype=float), method="bh")]

@@ -28,9 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats as _st
 
-from ..analysis.stats import bh_adjust
+from ..analysis.stats import bh_adjust, scipy_stats
 from ..records import RuleOutcome
 from ..records.vocab import Action, Decision, Mode, RuleKind
 from .loading import StatisticsPolicy
@@ -126,9 +125,9 @@ def _items_to_decide(p: Case, stats: StatisticsPolicy, alpha_look: float, n_rule
         return None
     clear = stats.clear_harm * p.limit
     if p.point_beyond:
-        z, gap = _st.norm.isf(alpha_look / max(1, n_rules)), p.moved
+        z, gap = scipy_stats().norm.isf(alpha_look / max(1, n_rules)), p.moved
     else:
-        z, gap = _st.norm.isf(stats.beta), clear - p.moved
+        z, gap = scipy_stats().norm.isf(stats.beta), clear - p.moved
     if gap <= 0:
         return None
     need = p.n_items * (z * se / gap) ** 2
