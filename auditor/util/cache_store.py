@@ -39,12 +39,14 @@ from typing import Any
 from ..errors import AuditInputError
 from .cache_urls import (  # noqa: F401 - public_url, _secrets: imported from here too
     _TMP,
+    CHECK_TIMEOUT_S,
     LOCAL_PROTOCOLS,
     _bounded,
     _local_url,
     _os_error,
     _scrub,
     _secrets,
+    check_timeout_s,
     check_value,
     is_url,
     public_url,
@@ -63,9 +65,6 @@ CACHE_DIR_HELP = ("Where the cache lives. A folder: the whole cache moves there 
                   f"Default: ${ANSWER_CACHE_ENV} (a URL or a folder) for the answer cache when set, else the local cache.")
 #: the one object a location's check writes and reads back: fixed bytes, never deleted (no delete permission needed)
 PROBE, PROBE_BYTES = ".adapter-auditor", b"adapter-auditor answer cache\n"
-#: how long the up-front check of a remote location may take (seconds): an endpoint that accepts connections
-#: but never answers is refused after this, not waited on for the filesystem's own timeouts and retries
-CHECK_TIMEOUT_S = 20.0
 #: the protocols of this machine's own folders (``file:///abs``, ``file://localhost/abs``, ``file:/abs``)
 @dataclass(frozen=True)
 class CacheStore:
@@ -95,8 +94,8 @@ class CacheStore:
 
     def child(self, name: str) -> CacheStore:
         """The store of the folder ``name`` inside this one."""
-        return CacheStore(f"{self.root.rstrip('/')}/{name}", self.protocol, f"{self.shown.rstrip('/')}/{name}", self.fs,
-                          self.secrets)
+        return CacheStore(f"{self.root.rstrip('/')}/{name}", self.protocol, f"{self.shown.rstrip('/')}/{name}",
+                          self.fs, self.secrets)
 
     def public(self, text: str) -> str:
         """``text`` (an error message of the filesystem's) with the URL's secrets replaced by ``***``."""
@@ -231,7 +230,7 @@ class CacheStore:
         """Refuse, before any model loads, a location this process cannot use: a local folder that cannot be
         created or written (``write``), or where a file stands in the way (always); a remote one where the
         :data:`PROBE` object cannot be written and read back (``write``), or that cannot be listed (not ``write``:
-        what ``audit cache info`` needs), or that does not answer within :data:`CHECK_TIMEOUT_S`. Creates nothing
+        what ``audit cache info`` needs), or that does not answer in time (:data:`CHECK_TIMEOUT_S`). Creates nothing
         when not ``write``.
 
         Raises:
@@ -241,6 +240,7 @@ class CacheStore:
         if self.local:
             (check_writable_folder if write else check_folder_path)(Path(self.root), option)
             return
+        seconds = check_timeout_s(CHECK_TIMEOUT_S)
 
         def probe() -> None:
             if write:
@@ -251,7 +251,7 @@ class CacheStore:
                 self.fs.exists(self._full(PROBE))
 
         try:
-            _bounded(probe, CHECK_TIMEOUT_S)
+            _bounded(probe, seconds)
         except Exception as e:  # noqa: BLE001 - whatever the filesystem raises, one line
             reason = self.public(str(_os_error(e)) or type(e).__name__)
             raise AuditInputError(option, f"{self.shown} cannot be {'written' if write else 'read'} ({reason}); "

@@ -77,6 +77,33 @@ def _scrub(text: str, secrets: tuple[str, ...]) -> str:
     return text
 
 
+#: how long the up-front check of a remote location may take (seconds; ``$AUDITOR_CACHE_CHECK_TIMEOUT`` overrides):
+#: an endpoint that accepts connections but never answers is refused after this, not waited on for its retries
+CHECK_TIMEOUT_S = 20.0
+#: the variable that overrides it
+CHECK_TIMEOUT_ENV = "AUDITOR_CACHE_CHECK_TIMEOUT"
+
+
+def check_timeout_s(default: float) -> float:
+    """Seconds the up-front check of a remote answer cache may take: ``$AUDITOR_CACHE_CHECK_TIMEOUT`` when set
+    (a slow object store may need more, a test less), else ``default``.
+
+    Raises:
+        AuditInputError: the variable is not a number of seconds in (0, 3600], one line naming it.
+    """
+    raw = os.environ.get(CHECK_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return default
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds <= 3600:
+        raise AuditInputError(CHECK_TIMEOUT_ENV, f"{_CONTROLS.sub('?', raw)[:40]!r} is not a number of seconds "
+                                                 "in (0, 3600]")
+    return seconds
+
+
 def _bounded(work: Callable[[], Any], seconds: float) -> Any:
     """``work()`` in a daemon thread, waited on for at most ``seconds``: its result, or its exception raised.
 

@@ -461,16 +461,22 @@ def test_an_s3_endpoint_that_never_answers_is_refused_in_bounded_time(tmp_path):
     import socket
 
     from auditor.util.cache_store import CHECK_TIMEOUT_S
+    from auditor.util.cache_urls import CHECK_TIMEOUT_ENV
 
+    assert CHECK_TIMEOUT_S == 20.0  # the default; the test sets a shorter bound through the variable
+    bound = 4.0
     with socket.create_server(("127.0.0.1", 0)) as silent:
         env = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "SeCrEt", "AWS_DEFAULT_REGION": "us-east-1",
-               "AWS_ENDPOINT_URL": f"http://127.0.0.1:{silent.getsockname()[1]}"}
+               "AWS_ENDPOINT_URL": f"http://127.0.0.1:{silent.getsockname()[1]}", CHECK_TIMEOUT_ENV: str(bound)}
         t0 = time.monotonic()
         line = _refused_before_any_model(tmp_path, "--cache-dir", "s3://answers/p", env=env)
-        assert "s3://answers/p cannot be written (no answer within" in line and "SeCrEt" not in line
-        assert CHECK_TIMEOUT_S <= time.monotonic() - t0 < CHECK_TIMEOUT_S + 30
-        proc = _audit("cache", "info", "--cache-dir", "s3://answers/p", env=env, timeout=CHECK_TIMEOUT_S + 60)
-        assert "cannot be read (no answer within" in assert_one_line_error(proc)
+        assert "s3://answers/p cannot be written (no answer within 4 s)" in line and "SeCrEt" not in line
+        assert bound <= time.monotonic() - t0 < bound + 30
+        proc = _audit("cache", "info", "--cache-dir", "s3://answers/p", env=env, timeout=bound + 60)
+        assert "cannot be read (no answer within 4 s)" in assert_one_line_error(proc)
+        for bad in ("soon", "0", "-1", "1e9", "nan"):  # one line naming the variable, before any model or network
+            proc = _audit("cache", "info", "--cache-dir", "s3://answers/p", env={**env, CHECK_TIMEOUT_ENV: bad})
+            assert_one_line_error(proc, f"error: {CHECK_TIMEOUT_ENV}: ", "not a number of seconds in (0, 3600]")
 
 
 @pytest.mark.parametrize("value", ["::::", " ", "", "\x1b[31mred\x07", "rel/dir"])
