@@ -14,4 +14,10 @@ fi
 .venv/bin/ruff check .
 .venv/bin/mypy
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-exec .venv/bin/python -m pytest "$@"
+# one pytest worker per core (pytest-xdist, at most 4), each test file whole on one worker (its module fixtures,
+# a vLLM engine among them, start once), and one torch thread per process: two model processes with two threads
+# each on two cores slow each other about 9x, while most tests wait on Python and subprocesses, not on torch
+export OMP_NUM_THREADS=1
+# vLLM's CPU engine binds its own OpenMP threads to every core unless told not to: one thread, as torch's
+export VLLM_CPU_OMP_THREADS_BIND=nobind
+exec .venv/bin/python -m pytest -n auto --maxprocesses 4 --dist loadfile "$@"

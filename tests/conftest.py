@@ -43,6 +43,10 @@ def assert_one_line_error(proc: subprocess.CompletedProcess, *needles: str, code
     return lines[0]
 
 
+#: the session cache's folder, for the xdist workers the controller starts (they inherit its environment)
+_SESSION_CACHE_ENV = "AUDITOR_TEST_SESSION_CACHE"
+
+
 def _session_cache() -> None:
     """A fresh generation cache per test session (answers are never carried over
     from an earlier session), sharing the user's converted base model and NLTK
@@ -54,13 +58,19 @@ def _session_cache() -> None:
 
     from auditor.util.files import cache_dir
 
+    if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get(_SESSION_CACHE_ENV):
+        # an xdist worker (scripts/test.sh runs the suite on every core): the controller's session cache, so an
+        # answer one worker generated serves the others as it would in one process; it is safe for several
+        # writers (tests/backends/test_cache_shared.py), and the controller removes it at its exit
+        os.environ["AUDITOR_CACHE_DIR"] = os.environ[_SESSION_CACHE_ENV]
+        return
     user = cache_dir()
     session = Path(tempfile.mkdtemp(prefix="auditor-test-cache-"))
     for shared in ("models", "nltk_data", "throughput"):
         (user / shared).mkdir(exist_ok=True)
         (session / shared).symlink_to(user / shared, target_is_directory=True)
     os.environ["AUDITOR_USER_CACHE_DIR"] = str(user)
-    os.environ["AUDITOR_CACHE_DIR"] = str(session)
+    os.environ["AUDITOR_CACHE_DIR"] = os.environ[_SESSION_CACHE_ENV] = str(session)
     atexit.register(shutil.rmtree, session, True)  # removes the symlinks, not what they point to
 
 
@@ -70,6 +80,50 @@ _session_cache()
 def pytest_sessionstart(session: pytest.Session) -> None:
     if not SHARED_PRESENT and os.environ.get("CI", "").lower() == "true":
         raise pytest.UsageError(f"{_NO_SHARED} (CI=true: the tests that need it must run)")
+
+
+#: the test files that take longest, longest first (seconds of one worker, measured 2026-12-05 on 2 cores under
+#: ``scripts/test.sh``): handed out first, so that the run does not end with one of them alone on one worker
+LONGEST_FILES = ("test_cli.py", "backends/test_ray.py", "callback/test_audit_callback.py",  # 460, 195, 190 s
+                 "test_crash.py", "backends/test_cache.py", "backends/test_cache_shared.py",  # 140, 135, 115 s
+                 "backends/test_vllm.py", "inspect/test_tokenizer_files.py", "test_model_families.py",  # 110, 100, 95 s
+                 "backends/test_openai.py", "backends/test_vllm_setup.py", "inspect/test_base_model.py")  # 80, 80, 60 s
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The longest test files first (:data:`LONGEST_FILES`), then the other files that hold slow (real-model,
+    end-to-end) tests, then the rest; each file's tests in their order. Under xdist (``scripts/test.sh``:
+    ``--dist loadfile``, each file whole on one worker) a long file handed out last would run alone at the end
+    while the other workers idle. The order changes no result: every test sets up what it needs."""
+    tests = Path(__file__).resolve().parent
+    rank = {tests / name: k for k, name in enumerate(LONGEST_FILES)}
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    # a stable sort: the order is kept otherwise
+    items.sort(key=lambda item: rank.get(item.path, len(rank) + (item.path not in slow)))
+
+
+@pytest.fixture(scope="session")
+def failing_demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, Path]:
+    """The mislabelled demo adapter (``examples/adapters/terse-instruct-r8``) audited once per test run on math
+    and IFEval (16 items each, fp32, a 96-item budget, ``--quiet``): the audit process's exit code and output,
+    and its report folder. The xdist workers share it: the first to ask runs it under a file lock (the pattern
+    pytest-xdist documents for a session fixture that must run once), the others wait and read what it wrote.
+    A test that changes a report copies it first."""
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's folder, above each worker's own
+    folder, record = root / "failing-demo", root / "failing-demo.json"
+    with FileLock(str(root / "failing-demo.lock")):
+        if not record.is_file():
+            args = [*AUDIT, str(DEMO_ADAPTERS / "terse-instruct-r8"), "--capability", "math", "--capability", "ifeval",
+                    "--limit", "16", "--budget", "96", "--dtype", "float32", "--out", str(folder), "--quiet"]
+            proc = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, timeout=1800)
+            record.write_text(json.dumps({"args": args, "returncode": proc.returncode, "stdout": proc.stdout,
+                                          "stderr": proc.stderr}))
+    r = json.loads(record.read_text())
+    return subprocess.CompletedProcess(r["args"], r["returncode"], r["stdout"], r["stderr"]), folder
 
 # SmolLM2-135M: hidden 576, 9 query heads / 3 kv heads of 64, MLP 1536, 30 layers
 HIDDEN, KV, MLP, LAYERS = 576, 192, 1536, 30

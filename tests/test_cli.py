@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 
 import jsonschema
 import pytest
@@ -22,6 +23,23 @@ def audit(*args: str, timeout: int = 1800) -> subprocess.CompletedProcess:
 def test_missing_adapter(tmp_path):
     assert_one_line_error(audit(tmp_path / "nope", "--out", tmp_path / "o"), "nope", "no such file")
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("case", ["missing", "broken"])
+def test_a_refused_adapter_never_imports_torch_or_scipy(tmp_path, case):
+    """A broken input is refused before the backend's choice imports torch (about 1.1 s) and before the statistics
+    import scipy.stats (about 0.6 s): a missing adapter or a broken config ends in about half a second."""
+    adapter = tmp_path / "a"
+    if case == "broken":
+        write_adapter(adapter)
+        (adapter / "adapter_config.json").write_text('{"r": "x"}')
+    code = ("import sys\nfrom auditor import cli\nsys.argv = ['audit', sys.argv[1], '--out', sys.argv[2]]\n"
+            "try:\n    cli.main()\nexcept SystemExit as e:\n    code = e.code\n"
+            "print(code, 'torch' in sys.modules, 'scipy.stats' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code, str(adapter), str(tmp_path / "o")], capture_output=True,
+                          text=True, cwd=ROOT, timeout=120)
+    assert proc.stdout.split() == ["2", "False", "False"], (proc.stdout, proc.stderr[-2000:])
+    assert proc.stderr.startswith(f"error: {adapter}") and not (tmp_path / "o").exists()
 
 
 def test_pickle_adapter_is_refused(tmp_path, cli):
@@ -128,13 +146,12 @@ def test_baseline_same_as_candidate_is_refused(tmp_path, cli):
 
 
 @pytest.mark.slow
-def test_mislabelled_adapter_is_a_label_mismatch(tmp_path):
-    out = tmp_path / "terse"
+def test_mislabelled_adapter_is_a_label_mismatch(failing_demo):
+    # the audit: terse-instruct-r8 on math and IFEval, --limit 16 --budget 96 --dtype float32 --quiet (conftest).
     # 16 items each leave DriftScore undecided (issue 19): the audit buys items until the mismatch is on evidence
     # fp32: in bf16 (the default on a CPU with native bf16) the 96 items leave DriftScore inconclusive, +21.9
     # [+4.7, +39.1] at 64 items a capability, about 79 needed; the fp32 answers decide it within them
-    proc = audit(DEMO_ADAPTERS / "terse-instruct-r8", "--capability", "math", "--capability", "ifeval", "--limit", "16",
-                 "--budget", "96", "--dtype", "float32", "--out", out, "--quiet")
+    proc, out = failing_demo
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout == "" and proc.stderr == ""  # --quiet: the exit code and the files carry the result
     r = json.loads((out / "results.json").read_text())

@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import AUDIT, DEMO_ADAPTERS, ROOT
+from conftest import AUDIT, ROOT
 from playwright.sync_api import sync_playwright
 from test_report import _results
 
@@ -61,12 +61,9 @@ def _in_first_screen(page, selector: str) -> bool:
 
 
 @pytest.mark.slow
-def test_failing_demo_report_in_chromium(tmp_path, browser):
-    # a real failing audit (the mislabelled demo adapter, same run as test_cli's, so the cache serves it)
-    out = tmp_path / "terse"
-    proc = subprocess.run([*AUDIT, str(DEMO_ADAPTERS / "terse-instruct-r8"), "--capability", "math",
-                           "--capability", "ifeval", "--limit", "16", "--budget", "96", "--dtype", "float32", "--out", str(out), "--quiet"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=1800)
+def test_failing_demo_report_in_chromium(tmp_path, browser, failing_demo):
+    # a real failing audit: the mislabelled demo adapter, the run test_cli's label-mismatch test checks (conftest)
+    proc, out = failing_demo
     assert proc.returncode == 1, proc.stderr
     results = json.loads((out / "results.json").read_text())
     # plant hostile text in one adapter output, as a model could emit it, and re-render through the CLI
