@@ -8,7 +8,8 @@ same machine in one run, and what the hardware allows.
 * **audit**: the ``audit`` command as a user runs it (the README's demo: terse-instruct-r8 on the
   smoke suite, every round included, answer cache off), read back from its results.json: new tokens of
   both variants over the whole generation stage (``run.timings.generate_s``), and the prompt tokens
-  it prefilled;
+  it prefilled; each stream timed (``benchmarks/timed_streams.py``: in the demo one mixed stream a look,
+  the suite's items first, then each round's);
 * **hardware limit**: FLOPs per token (2 × the parameters a token passes through, embeddings aside,
   plus the output head) × tokens/s against the cores' peak (cores × clock × FLOPs per cycle of the
   dtype's vector unit), and bytes per decoding step (the weights, read once per step) against the
@@ -99,7 +100,9 @@ def raw_sweep(base_path: Path, dtype: str, prompts: list[str]) -> dict[int, dict
             t0 = time.perf_counter()
             model.generate(**enc, max_new_tokens=FORCED, min_new_tokens=FORCED, **kw)
             wall = time.perf_counter() - t0
-            out[b] = {"tokens_per_s": round(b * FORCED / wall, 1), "ms_per_step": round(1000 * wall / FORCED, 1)}
+            prompt = int(enc["attention_mask"].sum())  # the prompts' own tokens, padding left out
+            out[b] = {"tokens_per_s": round(b * FORCED / wall, 1), "ms_per_step": round(1000 * wall / FORCED, 1),
+                      "processed_per_s": round((prompt + b * FORCED) / wall, 1)}
             print(f"    raw generate {dtype} batch {b}: {out[b]['tokens_per_s']} tok/s, "
                   f"{out[b]['ms_per_step']} ms/step", flush=True)
     per_token, nbytes = _params(model)
@@ -109,16 +112,17 @@ def raw_sweep(base_path: Path, dtype: str, prompts: list[str]) -> dict[int, dict
 
 def audit_run(work: Path, extra: list[str]) -> dict[str, Any]:
     """The README's demo audit (one adapter), answer cache off; its results.json's run record."""
-    out = work / "audit-e"
-    cmd = [sys.executable, "-m", "auditor.cli", str(ROOT / "examples" / "adapters" / "terse-instruct-r8"),
-           "--out", str(out), "--no-cache", "-q", *extra]
+    out, streams = work / "audit-e", work / "streams.json"
+    # the command a user runs, each of its streams timed (benchmarks/timed_streams.py)
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "timed_streams.py"), str(streams),
+           str(ROOT / "examples" / "adapters" / "terse-instruct-r8"), "--out", str(out), "--no-cache", "-q", *extra]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     if proc.returncode not in (0, 1):
         raise SystemExit(f"audit failed ({proc.returncode}): {proc.stderr[-2000:]}")
     res = json.loads((out / "results.json").read_text())
-    return {"wall_s": wall, "result": res}
+    return {"wall_s": wall, "result": res, "streams": json.loads(streams.read_text())}
 
 
 def prompt_tokens(base_path: Path, res: dict[str, Any]) -> int:
@@ -149,6 +153,7 @@ def part_e(base_path: Path, suite: Any, extra_args: list[str]) -> tuple[dict[str
     shape = raw.pop(0)
     best_b = max(raw, key=lambda b: raw[b]["tokens_per_s"])
     best = raw[best_b]["tokens_per_s"]
+    best_processed = max(r["processed_per_s"] for r in raw.values())
     new = sum(run["new_tokens"].values())
     gen_s = run["timings"]["generate_s"]
     audit_tps = new / gen_s
@@ -164,7 +169,8 @@ def part_e(base_path: Path, suite: Any, extra_args: list[str]) -> tuple[dict[str
                "audit_all_tokens_per_s": (new + ptoks) / gen_s, "flops_per_token": flops, "peak_gflops": peak,
                "peak_how": how, "bandwidth_gbs": bw, "bytes_per_step": step_bytes,
                "compute_limit_tokens_per_s": compute_limit, "hf": run.get("hf"), "verdict": a["result"]["verdict"]["verdict"],
-               "drift": a["result"]["drift"]}
+               "drift": a["result"]["drift"], "raw_best_processed_per_s": best_processed,
+               "processed_ratio": (new + ptoks) / gen_s / best_processed, "streams": a["streams"]}
     lines = [
         f"(e) throughput, dtype {dtype} (--dtype auto: {run.get('dtype_reason', '')}):",
         "    raw model.generate, 64 forced tokens, the suite's prompts: "
@@ -173,6 +179,13 @@ def part_e(base_path: Path, suite: Any, extra_args: list[str]) -> tuple[dict[str
         f"    audit (demo, cache off, every round): {new} new tokens in {gen_s:.1f} s of generation "
         f"({a['wall_s']:.1f} s wall) = {audit_tps:.1f} tok/s -> {audit_tps / best:.2f}x the raw best (goal >= 0.8); "
         f"with its {ptoks} prompt tokens {figures['audit_all_tokens_per_s']:.1f} tok/s processed",
+        f"    prompt + new tokens processed per second: audit {figures['audit_all_tokens_per_s']:.1f}, raw best "
+        f"{best_processed:.1f} (its prompts' own tokens + {FORCED} forced a row) -> {figures['processed_ratio']:.2f}x",
+        *(f"    stream {k}: {s['requests']} requests at {s['slots']} "
+          f"slots, {s['prompt_tokens']} prompt + {s['new_tokens']} new tokens in {s['wall_s']:.1f} s = "
+          f"{s['new_tokens'] / s['wall_s']:.1f} new tok/s; half the requests ended at {s['ended_50pct_s']:.1f} s, "
+          f"90% at {s['ended_90pct_s']:.1f} s, the last at {s['ended_100pct_s']:.1f} s"
+          for k, s in enumerate(a["streams"], 1)),
         f"    hardware: {flops / 1e9:.2f} GFLOP per token, peak {peak:.0f} GFLOP/s ({how}) -> at most "
         f"{compute_limit:.0f} tok/s by compute (prefill and decoding alike); {step_bytes / 2**20:.0f} MiB read per "
         f"decoding step at {bw:.1f} GB/s copy bandwidth -> {bw * 1e9 / step_bytes:.1f} steps/s, so a batch of B rows "
