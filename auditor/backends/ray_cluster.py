@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import EXIT_INTERNAL_ERROR, AuditInputError
 from ..records import BaseModel, Generation, Item, PromptTemplate, Request, Variant
+from ..util.env import env_seconds
 from .base import GenerationStats
 from .cache import CacheStats, GenerationCache
 from .ray_setup import plan_groups, size_workers
@@ -47,8 +48,10 @@ from .ray_setup import plan_groups, size_workers
 if TYPE_CHECKING:
     from ..options import AuditOptions
 
-#: seconds the workers may take to be placed and to start (import torch, load the tokenizer)
-PLACEMENT_TIMEOUT_S = float(os.environ.get("AUDITOR_RAY_PLACEMENT_TIMEOUT", 300))
+#: seconds the workers may take to be placed and to start (import torch, load the tokenizer); the variable
+#: :data:`PLACEMENT_TIMEOUT_ENV` overrides it (read when the workers start: a bad value is one line, exit 2)
+PLACEMENT_TIMEOUT_S = 300.0
+PLACEMENT_TIMEOUT_ENV = "AUDITOR_RAY_PLACEMENT_TIMEOUT"
 #: the base pass worker: the base's rows of the first look and of base-only calls
 BASE_WORKER = 0
 #: besides every AUDITOR_* variable, what the workers get of the driver's environment (offline hub switches)
@@ -161,11 +164,12 @@ class RayBackend:
                 self.base_digest, tpl, self.overrides, max(1, int(self.cpus)))
             self._actors.append(actor)
         refs = [a.where.remote() for a in self._actors]
-        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=PLACEMENT_TIMEOUT_S)
+        placement_s = env_seconds(PLACEMENT_TIMEOUT_ENV, PLACEMENT_TIMEOUT_S, most=86400.0)
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=placement_s)
         if len(ready) < len(refs):
             total = {k: sum(float(n["Resources"].get(k, 0)) for n in self._nodes) for k in ("CPU", "GPU")}
             raise AuditInputError("--ray-workers", f"{len(refs)} workers of {self.cpus:g} CPUs and {self.gpus:g} GPUs "
-                                                   f"could not all start within {PLACEMENT_TIMEOUT_S:g} s on the "
+                                                   f"could not all start within {placement_s:g} s on the "
                                                    f"cluster ({len(self._nodes)} nodes, {total['CPU']:g} CPUs, "
                                                    f"{total['GPU']:g} GPUs): give fewer --ray-workers or --ray-cpus")
         self._where = [self._get(k, ref) for k, ref in enumerate(refs)]

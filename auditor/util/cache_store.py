@@ -39,6 +39,7 @@ from typing import Any
 from ..errors import AuditInputError
 from .cache_urls import (  # noqa: F401 - public_url, _secrets: imported from here too
     _TMP,
+    CHECK_TIMEOUT_ENV,
     CHECK_TIMEOUT_S,
     LOCAL_PROTOCOLS,
     _bounded,
@@ -46,11 +47,11 @@ from .cache_urls import (  # noqa: F401 - public_url, _secrets: imported from he
     _os_error,
     _scrub,
     _secrets,
-    check_timeout_s,
     check_value,
     is_url,
     public_url,
 )
+from .env import env_seconds
 from .files import atomic_write, cache_dir, check_folder_path, check_writable_folder, using_local_cache
 
 #: the answer cache's location (a URL or a folder) when no ``--cache-dir`` is given
@@ -65,7 +66,6 @@ CACHE_DIR_HELP = ("Where the cache lives. A folder: the whole cache moves there 
                   f"Default: ${ANSWER_CACHE_ENV} (a URL or a folder) for the answer cache when set, else the local cache.")
 #: the one object a location's check writes and reads back: fixed bytes, never deleted (no delete permission needed)
 PROBE, PROBE_BYTES = ".adapter-auditor", b"adapter-auditor answer cache\n"
-#: the protocols of this machine's own folders (``file:///abs``, ``file://localhost/abs``, ``file:/abs``)
 @dataclass(frozen=True)
 class CacheStore:
     """A folder of the answer cache: a local folder (``fs`` None) or a location on an fsspec filesystem.
@@ -240,7 +240,7 @@ class CacheStore:
         if self.local:
             (check_writable_folder if write else check_folder_path)(Path(self.root), option)
             return
-        seconds = check_timeout_s(CHECK_TIMEOUT_S)
+        seconds = env_seconds(CHECK_TIMEOUT_ENV, CHECK_TIMEOUT_S)
 
         def probe() -> None:
             if write:

@@ -17,6 +17,7 @@ from urllib.parse import unquote, urlsplit
 
 from ..errors import AuditInputError
 
+#: the protocols of this machine's own folders (``file:///abs``, ``file://localhost/abs``, ``file:/abs``)
 LOCAL_PROTOCOLS = ("file", "local")
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*(::|://)")
 _LOCAL_URL = re.compile(r"^(file|local):", re.IGNORECASE)
@@ -82,26 +83,6 @@ def _scrub(text: str, secrets: tuple[str, ...]) -> str:
 CHECK_TIMEOUT_S = 20.0
 #: the variable that overrides it
 CHECK_TIMEOUT_ENV = "AUDITOR_CACHE_CHECK_TIMEOUT"
-
-
-def check_timeout_s(default: float) -> float:
-    """Seconds the up-front check of a remote answer cache may take: ``$AUDITOR_CACHE_CHECK_TIMEOUT`` when set
-    (a slow object store may need more, a test less), else ``default``.
-
-    Raises:
-        AuditInputError: the variable is not a number of seconds in (0, 3600], one line naming it.
-    """
-    raw = os.environ.get(CHECK_TIMEOUT_ENV, "").strip()
-    if not raw:
-        return default
-    try:
-        seconds = float(raw)
-    except ValueError:
-        seconds = float("nan")
-    if not 0 < seconds <= 3600:
-        raise AuditInputError(CHECK_TIMEOUT_ENV, f"{_CONTROLS.sub('?', raw)[:40]!r} is not a number of seconds "
-                                                 "in (0, 3600]")
-    return seconds
 
 
 def _bounded(work: Callable[[], Any], seconds: float) -> Any:
