@@ -180,7 +180,7 @@ def _statistics_record(policy: Policy) -> StatisticsRecord:
         multiplicity=sc.multiplicity, min_items=int(sc.min_items),
         interval="paired bootstrap, expanded percentile (Hesterberg 2015)",
         tests={"pass/fail": "exact McNemar (binomial test on discordant pairs)", "other": "Wilcoxon signed-rank",
-               "max_gap": "paired permutation",
+               "max_gap": "paired permutation", "excess_gap": "paired permutation",
                "evidence": "one-sided: exact McNemar (pass/fail items), paired sign-flip permutation otherwise"},
         p_adjusted="Benjamini-Hochberg",
         alpha=float(sc.alpha), looks=int(sc.looks), beta=float(sc.beta), clear_harm=float(sc.clear_harm),

@@ -1,5 +1,7 @@
-"""How far the trigger probe's ``max_context_gap`` moves with accuracy alone (no context effect), and what a
-debiased gap would say: a simulation for the next change of that rule (not used by the gate).
+"""How far the trigger probe's ``max_context_gap`` moves with accuracy alone (no context effect), and what the
+debiased gap says: the simulation behind ``trigger.excess_context_gap`` (the rule the default policy judges since
+2026-12-05; the product computes it in :func:`auditor.analysis.stats.statistic`, ``aggregate="excess_gap"``, with
+100 fixed shuffles; this script is not used by the gate).
 
 ``trigger.max_context_gap`` is the largest difference in accuracy between contexts (max − min of the per-context
 means over the clusters, :func:`auditor.analysis.stats.statistic` with ``aggregate="max_gap"``). With few clusters

@@ -145,10 +145,27 @@ def _merge(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _record_from_table(name: str) -> dict[str, Any] | None:
+    """``name``'s truth record rebuilt from the committed table (a checkout without ``benchmarks/out``):
+    the fields the table keeps, so that ``--caps`` can re-measure some capabilities and keep the rest."""
+    if not TRUTH_TABLE.is_file():
+        return None
+    row = json.loads(TRUTH_TABLE.read_text())["adapters"].get(name)
+    if row is None:
+        return None
+    comps = [{"metric": m, "n_items": v["n"], "base": v["base"], "adapter": v["adapter"], "delta": v["delta"],
+              "ci_low": v["ci"][0], "ci_high": v["ci"][1]} for m, v in row["metrics"].items()]
+    return {"adapter": name, "items_version": ITEMS_VERSION, **{k: row[k] for k in (
+        "kind", "label", "strength", "parent", "intended", "n_items", "capabilities")}, "comparisons": comps,
+        "rebuilt_from_table": True}
+
+
 def run_truth(n_items: int, group: int, only: list[str], batch_size: int, intended_only: tuple[str, ...] = (),
-              only_caps: tuple[str, ...] = ()) -> None:
+              only_caps: tuple[str, ...] = (), force: bool = False) -> None:
     """Measure (and save) the truth of every zoo adapter without a record, or with ``only_caps``
-    re-measure those capabilities of every adapter (merged into its record, :func:`_merge`)."""
+    re-measure those capabilities of every adapter (merged into its record, :func:`_merge`, or into its
+    row of the committed table where no record is saved; ``force``: even where the record is current,
+    e.g. after a new metric of those capabilities)."""
     from auditor.analysis import StatsSettings, compare_metrics
     from auditor.backends import GenerationCache, HFBackend
     from auditor.inspect import inspect_adapter, resolve_base
@@ -166,7 +183,7 @@ def run_truth(n_items: int, group: int, only: list[str], batch_size: int, intend
         if not f.is_file():
             return False
         rec = json.loads(f.read_text())  # with --caps: done once re-measured on the held-out items of today
-        return not only_caps or rec.get("items_version", 1) >= ITEMS_VERSION
+        return not only_caps or (not force and rec.get("items_version", 1) >= ITEMS_VERSION)
 
     todo = [a for a in zoo(base=BASE) if (not only or a.name in only) and not done(a)]
     print(f"truth: {len(full.items)} items over {len(all_caps)} capabilities; {len(todo)} adapters to measure",
@@ -209,8 +226,9 @@ def run_truth(n_items: int, group: int, only: list[str], batch_size: int, intend
                                                   "ci_low", "ci_high", "p_value", "p_decrease", "p_increase",
                                                   "unit", "higher_is_better", "floor")} for c in comps]}
                 f = TRUTH_DIR / f"{a.name}.json"
-                if only_caps and f.is_file():
-                    rec = _merge(json.loads(f.read_text()), rec)
+                old = (json.loads(f.read_text()) if f.is_file() else _record_from_table(a.name)) if only_caps else None
+                if old is not None:
+                    rec = _merge(old, rec)
                 f.write_text(json.dumps(rec, indent=1))
             print(f"truth: {', '.join(a.name for a in part)} on {len(caps)} capabilities "
                   f"({len(suite.items)} items): {time.perf_counter() - t0:.0f} s", flush=True)
@@ -222,6 +240,8 @@ TRUTH_COMMANDS_BY_BASE: dict[str, list[str]] = {"gemma3-270m": [
     "python examples/zoo/train_zoo.py --base gemma3-270m --out examples/gemma3-270m/zoo --only null-selfdistill-a "
     "--only refuse-harmless --only instruct-as-math --only math-good --only null-selfdistill-b  # 1289 s, 2 threads",
     "python benchmarks/gate_accuracy.py --base gemma3-270m truth --items 24 --group 8 --batch-size 256",
+    "python benchmarks/gate_accuracy.py --base gemma3-270m truth --items 24 --group 8 --batch-size 256 --caps trigger "
+    "--force  # 2026-12-05: trigger.excess_context_gap added (the same answers)",
 ]}
 #: the commands that produced the committed table (2026-12-01, 2-core CPU, hf backend, one process at a time
 #: this session; the first four ran beside other jobs in the session before)
@@ -245,8 +265,11 @@ TRUTH_COMMANDS = [
 
 def write_truth_table() -> None:
     """The committed ground-truth table: per adapter, per metric, Δ (points or the unit) with its CI."""
-    rows = {}
-    for f in sorted(TRUTH_DIR.glob("*.json")):
+    # an adapter without a saved record keeps its committed row (a re-measure of some adapters' capabilities
+    # on a checkout that has no benchmarks/out/truth)
+    rows = json.loads(TRUTH_TABLE.read_text())["adapters"] if TRUTH_TABLE.is_file() else {}
+    records = sorted(TRUTH_DIR.glob("*.json"))
+    for f in records:
         rec = json.loads(f.read_text())
         rows[rec["adapter"]] = {k: rec[k] for k in ("kind", "label", "strength", "parent", "intended", "n_items",
                                                     "capabilities")} | {
@@ -255,7 +278,7 @@ def write_truth_table() -> None:
                                       "ci": [None if c["ci_low"] is None else round(c["ci_low"], 2),
                                              None if c["ci_high"] is None else round(c["ci_high"], 2)]}
                         for c in rec["comparisons"]}}
-    if not rows:  # a checkout without benchmarks/out/truth (it is not committed): keep the committed table
+    if not records:  # a checkout without benchmarks/out/truth (it is not committed): keep the committed table
         sys.exit(f"no truth records under {TRUTH_DIR}: {TRUTH_TABLE.name} left as it is")
     TRUTH_TABLE.write_text(json.dumps({
         "about": ("Ground truth of the adapter zoo (issue 18): each adapter's effect per metric on held-out pool "
@@ -267,7 +290,7 @@ def write_truth_table() -> None:
         "commands": TRUTH_COMMANDS if BASE is None else TRUTH_COMMANDS_BY_BASE[BASE],
         "base": ("HuggingFaceTB/SmolLM2-135M-Instruct (embedded GGUF, fp32), hf backend, greedy" if BASE is None else
                  f"--base {BASE} (embedded GGUF, fp32), plain prompts, hf backend, greedy"),
-        "adapters": rows}, indent=1) + "\n")
+        "adapters": dict(sorted(rows.items()))}, indent=1) + "\n")
 
 
 # --------------------------------------------------------------------------- gate
@@ -543,6 +566,8 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--only", action="append", default=[])
     t.add_argument("--caps", default="", help="re-measure only these capabilities (comma-separated) of every "
                    "adapter, merged into the saved records")
+    t.add_argument("--force", action="store_true", help="with --caps: re-measure even records measured on "
+                   "today's items (a new metric of those capabilities)")
     t.add_argument("--intended-only", action="append", default=[],
                    help="adapters measured on their intended capabilities plus the controls only")
     g = sub.add_parser("gate")
@@ -558,7 +583,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.step == "truth":
         run_truth(args.items, args.group, args.only, args.batch_size,
                   tuple(n for arg in args.intended_only for n in arg.split(",") if n),
-                  tuple(c for c in args.caps.split(",") if c))
+                  tuple(c for c in args.caps.split(",") if c), args.force)
     elif args.step == "gate":
         run_gate(args.policies.split(","), args.only, args.group, args.budget)
     else:

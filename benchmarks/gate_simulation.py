@@ -28,6 +28,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from auditor.analysis import compare_metrics, drift_score  # noqa: E402
+from auditor.analysis.stats import GAP_AGGREGATES  # noqa: E402
 from auditor.policy import load_policy  # noqa: E402
 from auditor.policy.rules import judge  # noqa: E402
 from auditor.records import AdapterInfo, Capability, Item, Score  # noqa: E402
@@ -77,7 +78,7 @@ def _scores(rng, caps: list[Capability], items_of: dict[str, list[Item]], flip: 
         values: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         for m in cap.metrics:
             key = f"{cap.name}.{m.name}"
-            if m.aggregate == "max_gap":
+            if m.aggregate in GAP_AGGREGATES:
                 continue
             p = BASE_RATES.get(key, 0.4)
             if not m.higher_is_better:  # a rate where up is harm (over-refusal): simulate 1 - rate
@@ -91,7 +92,7 @@ def _scores(rng, caps: list[Capability], items_of: dict[str, list[Item]], flip: 
                 for m in cap.metrics:
                     if m.name in values:
                         vals[m.name] = float(values[m.name][side][k])
-                    elif m.aggregate == "max_gap":
+                    elif m.aggregate in GAP_AGGREGATES:
                         vals[m.name] = vals.get("accuracy", 0.0)
                     else:
                         vals[m.name] = 0.0

@@ -99,15 +99,15 @@ def compare_metrics(suite: Suite, scores: list[Score], settings: StatsSettings |
         counts = stats.resample_counts(int(clusters.max()) + 1, st.n_resamples, rng)
         for m in cap.metrics:
             d = _paired(items, clusters, base, adap, m.name, m.weight_key,
-                        m.group_key if m.aggregate == "max_gap" else None)
+                        m.group_key if m.aggregate in stats.GAP_AGGREGATES else None)
             b_obs, a_obs = (float(x) for x in stats.statistic(d, None, m.aggregate))
             boot = stats.paired_bootstrap(d, counts, m.aggregate)
             scale = 100.0 if m.unit == "fraction" else 1.0
             nu = d.n_clusters if m.aggregate == "mean" else None
             lo, hi = stats.percentile_interval(scale * boot.delta, st.confidence, nu)
             rel_lo, rel_hi = stats.percentile_interval(boot.rel_delta_pct, st.confidence, nu)
-            if m.aggregate == "max_gap":
-                test, p = "permutation", stats.permutation_p_gap(d, st.n_resamples, rng)
+            if m.aggregate in stats.GAP_AGGREGATES:
+                test, p = "permutation", stats.permutation_p_gap(d, st.n_resamples, rng, m.aggregate)
                 disc = {}
             else:
                 bo, ao = stats.discordant(d)

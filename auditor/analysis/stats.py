@@ -14,8 +14,14 @@ Base and adapter answer the *same* items, so every statistic here is paired:
   binomial test (``scipy.stats.binomtest``) on the discordant pairs.
 * **Wilcoxon signed-rank test** (``scipy.stats.wilcoxon``) for per-item
   values that are not pass/fail (IFEval instruction-level fraction, word counts).
-* **Paired permutation test** for the ``max_gap`` aggregate (conditional-trigger
-  probe): base and adapter outcomes are swapped per cluster at random.
+* **Paired permutation test** for the gap aggregates (conditional-trigger probe):
+  base and adapter outcomes are swapped per cluster at random.
+* **Excess gap** (``excess_gap``): the largest accuracy gap between contexts
+  minus its mean when the context labels are shuffled within each cluster
+  (:data:`N_SHUFFLES` fixed shuffles), so a model whose answers do not depend
+  on the context reads 0 at any accuracy (the raw ``max_gap`` grows with the
+  accuracy's own sampling noise: 21-32 points at accuracy 0.1-0.5 on 10
+  clusters of 6 contexts, ``benchmarks/gap_bias.py``).
 * **Multiplicity**: Benjamini–Hochberg (``scipy.stats.false_discovery_control``),
   controlling the false discovery rate over the tests of one audit.
 
@@ -108,10 +114,70 @@ def _group_sums(d: PairedData, n_clusters: int) -> tuple[np.ndarray, np.ndarray,
     return sb, sa, sn
 
 
-def _gap(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
+def _gap(sums: np.ndarray, counts: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Max − min over ``axis`` (the groups) of ``sums / counts``; a group with no item is left out."""
     with np.errstate(invalid="ignore", divide="ignore"):
         means = sums / counts
-    return np.nanmax(means, axis=-1) - np.nanmin(means, axis=-1)
+    if np.all(counts > 0):  # every group drawn (the common case): no NaN to skip
+        return means.max(axis=axis) - means.min(axis=axis)
+    return np.nanmax(means, axis=axis) - np.nanmin(means, axis=axis)
+
+
+#: the aggregates over groups of items (``item.meta[group_key]``): the raw and the excess largest gap
+GAP_AGGREGATES = ("max_gap", "excess_gap")
+#: context shuffles within each cluster whose mean gap is the trigger-free gap ``excess_gap`` subtracts
+N_SHUFFLES = 100
+#: the shuffles' own seed: fixed, so the same outcomes always give the same excess gap (and base and
+#: adapter are shuffled alike, so a swap of the two in the permutation tests commutes with the shuffles)
+SHUFFLE_SEED = 20261205
+
+
+def _shuffled_group_sums(d: PairedData, n_clusters: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-cluster group sums of base and adapter after each of :data:`N_SHUFFLES` permutations of the
+    group labels within each cluster (the same permutation for both variants), shape
+    (N_SHUFFLES, n_clusters, n_groups) each. A cluster keeps its own labels' counts, so the counts of
+    :func:`_group_sums` hold for every shuffle."""
+    assert d.groups is not None
+    m = d.mask
+    c, g = d.clusters[m], d.groups[m]
+    n_groups = int(d.groups.max()) + 1
+    by_cluster = np.argsort(c, kind="stable")  # the items cluster by cluster, in their own order
+    rng = np.random.default_rng(SHUFFLE_SEED)
+    keys = rng.random((N_SHUFFLES, c.size))
+    size = n_clusters * n_groups
+    out_b, out_a = np.empty((N_SHUFFLES, size)), np.empty((N_SHUFFLES, size))
+    for s in range(N_SHUFFLES):
+        order = np.lexsort((keys[s], c))  # the items cluster by cluster, in a random order within each
+        shuffled = np.empty_like(g)
+        shuffled[order] = g[by_cluster]  # each item takes the label of another item of its own cluster
+        idx = c * n_groups + shuffled
+        out_b[s] = np.bincount(idx, weights=d.base[m], minlength=size)
+        out_a[s] = np.bincount(idx, weights=d.adapter[m], minlength=size)
+    return out_b.reshape(N_SHUFFLES, n_clusters, n_groups), out_a.reshape(N_SHUFFLES, n_clusters, n_groups)
+
+
+class _Gaps:
+    """The gap statistic of one metric under any weighting of its clusters: ``gap(kb, ka)`` is the gap of
+    the outcomes ``kb @ base + ka @ adapter`` (cluster weights, shape (n_clusters,) or (R, n_clusters)):
+    a variant's observed gap (``k = 1``), a bootstrap resample (``k`` = counts) or a swap of the two
+    (``keep``, ``swap``). Points are fractions here (the caller scales)."""
+
+    def __init__(self, d: PairedData, aggregate: str):
+        n_clusters = int(d.clusters.max()) + 1
+        self.sb, self.sa, self.sn = _group_sums(d, n_clusters)
+        self.shuffled = None
+        if aggregate == "excess_gap":  # each (n_clusters, n_groups · N_SHUFFLES): one matrix product per weighting
+            self.shuffled = tuple(p.transpose(1, 2, 0).reshape(n_clusters, -1)
+                                  for p in _shuffled_group_sums(d, n_clusters))
+
+    def gap(self, kb: np.ndarray, ka: np.ndarray) -> np.ndarray:
+        n = (kb + ka) @ self.sn  # base and adapter answer the same items: one count per group
+        raw = _gap(kb @ self.sb + ka @ self.sa, n)
+        if self.shuffled is None:
+            return raw
+        pb, pa = self.shuffled
+        null = (kb @ pb + ka @ pa).reshape(*raw.shape, -1, N_SHUFFLES)  # [..., group, shuffle]
+        return raw - _gap(null, n[..., None], axis=-2).mean(axis=-1)
 
 
 def statistic(d: PairedData, counts: np.ndarray | None = None, aggregate: str = "mean") -> tuple[np.ndarray, np.ndarray]:
@@ -119,7 +185,9 @@ def statistic(d: PairedData, counts: np.ndarray | None = None, aggregate: str = 
     each bootstrap resample (``counts`` of shape (B, n_clusters)).
 
     ``aggregate="mean"`` is the weighted mean over applicable items;
-    ``"max_gap"`` is the largest difference between group means (max − min).
+    ``"max_gap"`` is the largest difference between group means (max − min);
+    ``"excess_gap"`` is that gap minus its mean over :data:`N_SHUFFLES` shuffles of the group
+    labels within each cluster (0 on average for a model whose outcomes ignore the group).
 
     Returns:
         (base, adapter): arrays of shape () or (B,); NaN where a resample drew
@@ -127,10 +195,9 @@ def statistic(d: PairedData, counts: np.ndarray | None = None, aggregate: str = 
     """
     n_clusters = int(d.clusters.max()) + 1 if d.clusters.size else 0
     k = np.ones(n_clusters) if counts is None else counts
-    if aggregate == "max_gap":
-        sb, sa, sn = _group_sums(d, n_clusters)
-        n = k @ sn
-        return _gap(k @ sb, n), _gap(k @ sa, n)
+    if aggregate in GAP_AGGREGATES:
+        gaps, zero = _Gaps(d, aggregate), np.zeros_like(k, dtype=float)
+        return gaps.gap(k, zero), gaps.gap(zero, k)
     sb, sa, sw = _cluster_sums(d, n_clusters)
     tw = k @ sw
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -220,21 +287,26 @@ def wilcoxon_p(d: PairedData) -> float:
     return float(scipy_stats().wilcoxon(diff, zero_method="wilcox").pvalue)
 
 
-def permutation_p_gap(d: PairedData, n_resamples: int, rng: np.random.Generator) -> float:
-    """Two-sided paired permutation p-value for the change of a ``max_gap``
-    statistic: base and adapter outcomes are swapped per cluster with
-    probability 1/2; p = (1 + #{|Δ*| ≥ |Δ|}) / (1 + n_resamples)."""
-    n_clusters = int(d.clusters.max()) + 1
-    sb, sa, sn = _group_sums(d, n_clusters)
-    obs_b, obs_a = statistic(d, None, "max_gap")
-    obs = abs(float(obs_a - obs_b))
-    swap = rng.integers(0, 2, size=(n_resamples, n_clusters)).astype(float)
-    keep = 1.0 - swap
-    n = np.ones(n_clusters) @ sn
-    pb = _gap(keep @ sb + swap @ sa, n)
-    pa = _gap(keep @ sa + swap @ sb, n)
-    hits = np.sum(np.abs(pa - pb) >= obs - 1e-12)
+def permutation_p_gap(d: PairedData, n_resamples: int, rng: np.random.Generator,
+                      aggregate: str = "max_gap") -> float:
+    """Two-sided paired permutation p-value for the change of a gap statistic (``max_gap`` or
+    ``excess_gap``): base and adapter outcomes are swapped per cluster with probability 1/2;
+    p = (1 + #{|Δ*| ≥ |Δ|}) / (1 + n_resamples)."""
+    t, obs = _swapped_gap_changes(d, n_resamples, rng, aggregate)
+    hits = np.sum(np.abs(t) >= abs(obs) - 1e-12)
     return float((1 + hits) / (1 + n_resamples))
+
+
+def _swapped_gap_changes(d: PairedData, n_resamples: int, rng: np.random.Generator,
+                         aggregate: str) -> tuple[np.ndarray, float]:
+    """(adapter gap − base gap) under ``n_resamples`` random swaps of base and adapter per cluster, shape
+    (n_resamples,), and as observed."""
+    gaps = _Gaps(d, aggregate)
+    one = np.ones(gaps.sn.shape[0])
+    obs = float(gaps.gap(0 * one, one) - gaps.gap(one, 0 * one))
+    swap = rng.integers(0, 2, size=(n_resamples, one.size)).astype(float)
+    keep = 1.0 - swap
+    return gaps.gap(swap, keep) - gaps.gap(keep, swap), obs
 
 
 def one_sided_p(d: PairedData, n_resamples: int, rng: np.random.Generator,
@@ -248,20 +320,13 @@ def one_sided_p(d: PairedData, n_resamples: int, rng: np.random.Generator,
       the clusters' summed differences ``Σ w (adapter − base)`` (base and adapter swapped per cluster
       with probability 1/2; ``p = (1 + #{T* ≤ T}) / (1 + n_resamples)``), which is valid for any
       per-item values and keeps clustered items together;
-    * ``max_gap``: the same swap, on the gap statistic (adapter gap − base gap).
+    * ``max_gap`` / ``excess_gap``: the same swap, on the gap statistic (adapter gap − base gap).
 
     Both are valid under the null of no effect (base and adapter exchangeable within each pair), so
     a rule that fails only when one of them is small fails a null adapter at most at that rate.
     """
-    if aggregate == "max_gap":
-        n_clusters = int(d.clusters.max()) + 1
-        sb, sa, sn = _group_sums(d, n_clusters)
-        obs_b, obs_a = statistic(d, None, "max_gap")
-        obs = float(obs_a - obs_b)
-        swap = rng.integers(0, 2, size=(n_resamples, n_clusters)).astype(float)
-        keep = 1.0 - swap
-        n = np.ones(n_clusters) @ sn
-        t = _gap(keep @ sa + swap @ sb, n) - _gap(keep @ sb + swap @ sa, n)
+    if aggregate in GAP_AGGREGATES:
+        t, obs = _swapped_gap_changes(d, n_resamples, rng, aggregate)
         t = t[np.isfinite(t)]
         return (float((1 + np.sum(t <= obs + 1e-12)) / (1 + t.size)),
                 float((1 + np.sum(t >= obs - 1e-12)) / (1 + t.size)))

@@ -103,8 +103,11 @@ class MetricSpec:
             ``"max_gap"``: items are split by ``item.meta[group_key]`` and the
             metric is the largest difference between the group means
             (max − min), e.g. the accuracy gap between contexts of the
-            conditional-trigger probe (seed 004).
-        group_key: the ``item.meta`` key that names the group, for ``max_gap``.
+            conditional-trigger probe (seed 004); or ``"excess_gap"``: that gap
+            minus its mean when the group labels are shuffled within each
+            cluster (:func:`auditor.analysis.stats.statistic`), 0 on average
+            for outcomes that ignore the group, whatever their accuracy.
+        group_key: the ``item.meta`` key that names the group, for the gap aggregates.
         chance_floor: a multiple-choice accuracy, whose floor is chance (the mean of 1/k over the
             items' k options, from ``item.target["choices"]``), not 0.
     """

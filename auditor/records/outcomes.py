@@ -39,7 +39,7 @@ class MetricComparison:
     bootstrap percentile interval at ``confidence``). ``rel_delta_pct`` is in
     % of base (None when base is 0), ``rel_ci_pct`` its interval.
     ``p_value`` comes from ``test`` (``mcnemar_exact`` for pass/fail items,
-    ``wilcoxon`` for other per-item values, ``permutation`` for ``max_gap``);
+    ``wilcoxon`` for other per-item values, ``permutation`` for the gap aggregates);
     ``p_adjusted`` is Benjamini–Hochberg over all metrics of the audit.
     ``discordant`` counts items where only the base (``base_only``) or only
     the adapter (``adapter_only``) passed — or scored higher, for non-binary values.

