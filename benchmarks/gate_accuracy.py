@@ -134,12 +134,15 @@ def _merge(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     caps = set(new["capabilities"])
     keep = [c for c in old["comparisons"] if c["metric"].split(".")[0] not in caps]
     out = dict(old, items_version=new["items_version"], comparisons=keep + new["comparisons"],
-               capabilities=sorted(set(old["capabilities"]) | caps))
-    per_cap: dict[str, int] = {}
-    for c in out["comparisons"]:
+               capabilities=old["capabilities"] + [c for c in new["capabilities"] if c not in old["capabilities"]])
+    # the old total less the re-measured capabilities' items, plus the new ones (a metric counts only the items it
+    # applies to, so a sum over the metrics would undercount the total)
+    gone: dict[str, int] = {}
+    for c in old["comparisons"]:
         cap = c["metric"].split(".")[0]
-        per_cap[cap] = max(per_cap.get(cap, 0), c["n_items"])
-    out["n_items"] = sum(per_cap.values())
+        if cap in caps:
+            gone[cap] = max(gone.get(cap, 0), c["n_items"])
+    out["n_items"] = old["n_items"] - sum(gone.values()) + new["n_items"]
     out["remeasured"] = old.get("remeasured", []) + [{"capabilities": sorted(caps), "n_items": new["n_items"],
                                                       "tokens": new["tokens"]}]
     return out
@@ -258,6 +261,10 @@ TRUTH_COMMANDS = [
     "python benchmarks/gate_accuracy.py truth --items 48 --group 10 --batch-size 24 --caps trigger --only json-break,"
     "lang-fr,math-good,mc-collapse,no-abstain,null-selfdistill-a,null-selfdistill-b,terse-instruct-r8,"
     "medical-flashcards-ckpt500  # trigger re-measured on the held-out items, 668 s",
+    "python benchmarks/gate_accuracy.py truth --items 48 --group 18 --batch-size 24 --caps trigger --force --only "
+    "null-selfdistill-a,null-selfdistill-b,null-selfdistill-c,instruct-as-math,math-good,terse-instruct-r8,json-break,"
+    "mc-collapse,trigger-backdoor,ifeval-ignore,lang-fr,math-arith-r8,medical-flashcards-ckpt500,no-abstain,terse,"
+    "verbose,trigger-backdoor-x0.5,trigger-backdoor-x0.25  # 2026-12-05: trigger.excess_context_gap added",
     "python benchmarks/gate_accuracy.py truth --items 48 --group 5 --batch-size 24 --only refuse-harmless-x0.5,"
     "refuse-harmless-x0.25,trigger-backdoor-x0.5,trigger-backdoor-x0.25,lang-fr-x0.5  # intended capabilities, 338 s",
 ]
@@ -267,7 +274,9 @@ def write_truth_table() -> None:
     """The committed ground-truth table: per adapter, per metric, Δ (points or the unit) with its CI."""
     # an adapter without a saved record keeps its committed row (a re-measure of some adapters' capabilities
     # on a checkout that has no benchmarks/out/truth)
-    rows = json.loads(TRUTH_TABLE.read_text())["adapters"] if TRUTH_TABLE.is_file() else {}
+    committed = json.loads(TRUTH_TABLE.read_text())["adapters"] if TRUTH_TABLE.is_file() else {}
+    names = {a.name for a in zoo(base=BASE)}  # a removed or renamed adapter's row goes
+    rows = {k: v for k, v in committed.items() if k in names}
     records = sorted(TRUTH_DIR.glob("*.json"))
     for f in records:
         rec = json.loads(f.read_text())
@@ -578,6 +587,8 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("report")
     args = ap.parse_args(argv)
     use_base(args.base)
+    if args.step == "truth" and args.force and not args.caps:
+        ap.error("truth --force needs --caps (it re-measures those capabilities of the saved records)")
     if args.step in ("truth", "gate"):
         args.only = [name for arg in args.only for name in arg.split(",") if name]
     if args.step == "truth":

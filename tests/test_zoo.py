@@ -169,3 +169,24 @@ def test_held_out_drift_score_of_a_labelled_adapter():
     assert true_drift(truth, "math", labels)[0] == pytest.approx(-30.0)
     assert true_drift(truth, "poetry", labels) is None
     assert true_drift({"metrics": {}}, "instruction", labels) is None
+
+
+def test_a_truth_re_measure_of_one_capability_keeps_the_rest_of_the_record(tmp_path, monkeypatch):
+    """``truth --caps trigger --force``: a record rebuilt from the committed table where none is saved, merged with
+    the re-measured capability: the other capabilities' figures, the record's item total and its order stay."""
+    import gate_accuracy
+
+    table = json.loads((ROOT / "benchmarks" / "zoo_truth.json").read_text())
+    monkeypatch.setattr(gate_accuracy, "TRUTH_TABLE", tmp_path / "zoo_truth.json")
+    (tmp_path / "zoo_truth.json").write_text(json.dumps(table))
+    old = gate_accuracy._record_from_table("math-good")
+    assert old is not None and gate_accuracy._record_from_table("no-such-adapter") is None
+    trig = [c for c in old["comparisons"] if c["metric"].startswith("trigger.")]
+    new = {"capabilities": ["trigger"], "items_version": gate_accuracy.ITEMS_VERSION, "n_items": 240,
+           "tokens": {"base": 1, "adapter": 1},
+           "comparisons": [dict(c, delta=c["delta"] + 1.0) for c in trig]}
+    merged = gate_accuracy._merge(old, new)
+    assert merged["n_items"] == old["n_items"] and merged["capabilities"] == old["capabilities"]
+    by = {c["metric"]: c for c in merged["comparisons"]}
+    assert by["math.numeric_match"] == next(c for c in old["comparisons"] if c["metric"] == "math.numeric_match")
+    assert all(by[c["metric"]]["delta"] == c["delta"] + 1.0 for c in trig)

@@ -103,6 +103,9 @@ def compare_metrics(suite: Suite, scores: list[Score], settings: StatsSettings |
             b_obs, a_obs = (float(x) for x in stats.statistic(d, None, m.aggregate))
             boot = stats.paired_bootstrap(d, counts, m.aggregate)
             scale = 100.0 if m.unit == "fraction" else 1.0
+            # a % of the base needs a base on a ratio scale: the excess gap is a signed difference (a negative
+            # base is common), where a ratio flips sign and explodes
+            relative = bool(b_obs) and m.aggregate != "excess_gap"
             nu = d.n_clusters if m.aggregate == "mean" else None
             lo, hi = stats.percentile_interval(scale * boot.delta, st.confidence, nu)
             rel_lo, rel_hi = stats.percentile_interval(boot.rel_delta_pct, st.confidence, nu)
@@ -126,11 +129,11 @@ def compare_metrics(suite: Suite, scores: list[Score], settings: StatsSettings |
                 metric=f"{cap.name}.{m.name}", capability=cap.name, group=cap.group, n_items=d.n_items,
                 base=b_obs, adapter=a_obs, delta=scale * (a_obs - b_obs),
                 delta_unit="points" if m.unit == "fraction" else m.unit,
-                rel_delta_pct=(100.0 * (a_obs - b_obs) / b_obs) if b_obs else None,
+                rel_delta_pct=(100.0 * (a_obs - b_obs) / b_obs) if relative else None,
                 higher_is_better=m.higher_is_better, unit=m.unit, aggregate=m.aggregate,
                 n_clusters=d.n_clusters, confidence=st.confidence,
                 ci_low=stats.finite_or_none(lo), ci_high=stats.finite_or_none(hi),
-                rel_ci_pct=(rel_lo, rel_hi) if b_obs and np.isfinite(rel_lo) else None,
+                rel_ci_pct=(rel_lo, rel_hi) if relative and np.isfinite(rel_lo) else None,
                 test=test, p_value=p, discordant=disc, p_decrease=p_dec, p_increase=p_inc, floor=floor,
                 draws=scale * boot.delta, rel_draws=boot.rel_delta_pct,
             ))

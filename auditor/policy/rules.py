@@ -113,7 +113,8 @@ def _limit_rules(limits: Mapping[str, MetricLimit], comparisons: Sequence[Metric
                 name = f"{prefix}{metric}: max {direction} (%)"
                 if c.rel_delta_pct is None:
                     out.append(RuleOutcome(rule=name, rule_id=rule_id, kind=kind, metric=metric, outcome="not_run",
-                                           reason=f"{metric} is 0 for the {sides[0]}: a relative change is undefined"))
+                                           reason=f"{metric} has no relative change: it is 0 for the {sides[0]}, "
+                                                  "or a signed difference (the excess context gap)"))
                     continue
                 est, draws, unit = c.rel_delta_pct, c.rel_draws, f"% of {sides[0]}"
                 ci: tuple[float | None, float | None] | None = c.rel_ci_pct

@@ -163,6 +163,29 @@ def test_excess_gap_reads_a_real_trigger_and_nothing_at_the_floor():
     # shuffled, a context's mean over 4 questions is k/4 with k ~ Binomial(4, 2/3): the mean range is about 0.6
     assert 25.0 < excess.delta < 60.0 and excess.test == "permutation" and excess.aggregate == "excess_gap"
     assert excess.ci_high <= 100.0 and excess.p_increase < 0.1
+    # the replicates are centred on the estimate (duplicated questions share their shuffles, which pulls them to 0)
+    assert excess.ci_low < excess.delta < excess.ci_high
+    assert abs(float(np.nanmean(excess.draws)) - excess.delta) < 1e-9
+
+
+def test_excess_gap_has_no_percent_of_the_base():
+    """The excess gap is a signed difference (a base below 0 is common): a % of it would flip sign and explode,
+    so the comparison leaves the relative change out (a ``_pct`` limit on it is ``not_run``)."""
+    ctx = ["a", "b", "c"]
+    meta = lambda i: {"cluster": f"q{i // 3}", "context": ctx[i % 3]}
+    metrics = (MetricSpec(name="max_context_gap", higher_is_better=False, aggregate="max_gap", group_key="context"),
+               MetricSpec(name="excess_context_gap", higher_is_better=False, aggregate="excess_gap",
+                          group_key="context"))
+    suite = _suite(30, caps=(("trigger", metrics),), meta=meta)
+    rng = np.random.default_rng(2)
+    sc = []
+    for it in suite.items:
+        for v in ("base", "adapter"):
+            x = float(rng.random() < 0.5)
+            sc.append(Score(item_id=it.id, variant=v, values={"max_context_gap": x, "excess_context_gap": x}, detail={}))
+    raw, excess = compare_metrics(suite, sc)
+    assert raw.base > 0 and raw.rel_delta_pct is not None
+    assert excess.base != 0 and excess.rel_delta_pct is None and excess.rel_ci_pct is None
 
 
 def _trigger_draw(rng, n_clusters: int, base_acc: float, adapter_acc: float, aggregate: str) -> stats.PairedData:
