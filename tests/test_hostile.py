@@ -198,11 +198,11 @@ def test_one_trained_module_is_an_effect(tmp_path, base_model):
 
 
 @pytest.mark.slow
-def test_no_effect_adapter_fails_by_policy_in_the_report(tmp_path):
+def test_no_effect_adapter_fails_by_policy_in_the_report(tmp_path, cli):
     """Default policy: on_no_effect: fail. Exit 1 with a failed rule in every report, not an input error."""
     a = _edit_tensors(write_adapter(tmp_path / "a", layers=2), _zero("lora_B"))
     out = tmp_path / "o"
-    proc = audit(a, "--capability", "knowledge", "--limit", "1", "--out", out)
+    proc = cli(a, "--capability", "knowledge", "--limit", "1", "--out", out)
     assert proc.returncode == 1, proc.stderr
     r = json.loads((out / "results.json").read_text())
     (rule,) = [x for x in r["verdict"]["rules"] if x["rule"] == "adapter has an effect"]
@@ -213,7 +213,7 @@ def test_no_effect_adapter_fails_by_policy_in_the_report(tmp_path):
     # the same adapter under a policy that only warns
     p = tmp_path / "warn.yaml"
     p.write_text("version: 1\non_no_effect: warn\n")
-    proc = audit(a, "--capability", "knowledge", "--limit", "1", "--policy", p, "--out", tmp_path / "w")
+    proc = cli(a, "--capability", "knowledge", "--limit", "1", "--policy", p, "--out", tmp_path / "w")
     r = json.loads((tmp_path / "w" / "results.json").read_text())
     assert [x["outcome"] for x in r["verdict"]["rules"] if x["rule"] == "adapter has an effect"] == ["warn"]
 

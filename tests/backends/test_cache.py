@@ -184,14 +184,13 @@ def test_clear_all_unlinks_a_symlinked_folder_without_following_it(tmp_path):
     assert not (cache / "models").exists() and (real / "keep.txt").is_file()
 
 
-def test_second_audit_comes_from_the_cache_and_gives_the_same_results(tmp_path):
+def test_second_audit_comes_from_the_cache_and_gives_the_same_results(tmp_path, cli):
     """A warm re-audit loads no model and its results.json equals the cold one
     apart from timings, timestamps and the cache's own counters."""
     runs = []
     for k in range(2):
         out = tmp_path / f"run{k}"
-        proc = subprocess.run([*AUDIT, str(TERSE), "--capability", "math", "--limit", "2", "--out", str(out)],
-                              capture_output=True, text=True, cwd=ROOT, timeout=900)
+        proc = cli(TERSE, "--capability", "math", "--limit", "2", "--out", out)
         assert proc.returncode in (0, 1), proc.stderr
         runs.append(json.loads((out / "results.json").read_text()))
     cold, warm = (r["run"] for r in runs)
@@ -205,11 +204,10 @@ def test_second_audit_comes_from_the_cache_and_gives_the_same_results(tmp_path):
     assert runs[0] == runs[1]
 
 
-def test_several_adapters_share_one_base_pass(tmp_path):
+def test_several_adapters_share_one_base_pass(tmp_path, cli):
     out = tmp_path / "multi"
-    proc = subprocess.run([*AUDIT, str(TERSE), str(MATH / "adapter_model.safetensors"), "--capability", "math",
-                           "--limit", "2", "--no-cache", "--out", str(out)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=900)
+    proc = cli(TERSE, MATH / "adapter_model.safetensors", "--capability", "math", "--limit", "2", "--no-cache",
+               "--out", out)
     assert proc.returncode in (0, 1), proc.stderr
     assert sorted(p.name for p in out.iterdir()) == ["index.html", "math-arith-r8", "terse-instruct-r8"]
     terse, math = (json.loads((out / n / "results.json").read_text()) for n in ("terse-instruct-r8", "math-arith-r8"))

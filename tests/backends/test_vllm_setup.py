@@ -11,6 +11,7 @@ import json
 import os
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 from conftest import AUDIT, DEMO_ADAPTERS, ROOT, assert_one_line_error
@@ -19,10 +20,12 @@ from auditor.backends import vllm_compat
 from auditor.backends.vllm_setup import (
     EngineStartError,
     GiB,
+    KVShape,
     cpu_kv_cache_bytes,
     diagnose,
     fit_engine_settings,
     gpu_memory_fraction,
+    kv_shape,
     root_cause,
 )
 from auditor.errors import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR
@@ -45,7 +48,18 @@ DID_NOT_START = "error: vllm engine: did not start: "
 
 # --- sizing -------------------------------------------------------------------------------------------------
 
-def test_cpu_kv_cache_is_a_quarter_of_what_is_free_in_whole_gib_within_1_to_4():
+def test_cpu_kv_cache_is_sized_by_the_model_within_a_quarter_of_what_is_free(base_model):
+    smol = kv_shape(base_model.path, "bfloat16")  # SmolLM2-135M: 30 layers, 3 KV heads of 64, context 8,192
+    assert smol == KVShape(layers=30, kv_heads=3, head_dim=64, element_bytes=2, context=8192)
+    assert smol.bytes_per_token == 23040
+    assert cpu_kv_cache_bytes(20 * GiB, smol) == 1 * GiB  # 32,768 tokens: 0.70 GiB, in whole GiB
+    assert cpu_kv_cache_bytes(20 * GiB, kv_shape(base_model.path, "float32")) == 2 * GiB  # 1.41 GiB
+    # a context longer than CPU_KV_TOKENS: room for one whole request, within a quarter of what is free
+    assert cpu_kv_cache_bytes(20 * GiB, kv_shape(base_model.path, "float32", max_model_len=131072)) == 5 * GiB
+    assert cpu_kv_cache_bytes(12 * GiB, kv_shape(base_model.path, "float32", max_model_len=131072)) == 3 * GiB
+    assert cpu_kv_cache_bytes(int(0.5 * GiB), smol) == 1 * GiB  # never below 1 GiB
+    # a config without the sizes: by the machine as before, a quarter of what is free in whole GiB, 1 to 4
+    assert kv_shape(Path(base_model.path).parent / "no-such-model", "float32") is None
     assert cpu_kv_cache_bytes(int(0.5 * GiB)) == 1 * GiB
     assert cpu_kv_cache_bytes(int(9.9 * GiB)) == 2 * GiB
     assert cpu_kv_cache_bytes(12 * GiB) == 3 * GiB
@@ -64,6 +78,10 @@ def test_cpu_settings_come_from_this_machine_and_what_the_user_set_wins():
     kv = s.record["kv_cache_memory_bytes"]
     assert s.kwargs == {"kv_cache_memory_bytes": kv["value"]} and kv["source"] == "auditor"
     assert re.search(r"of the [\d.]+ GiB available on memory node \d+", kv["why"])
+    shape = KVShape(layers=30, kv_heads=3, head_dim=64, element_bytes=2, context=8192)
+    s = fit_engine_settings({}, gpu=False, environ=_bare_env(), shape=shape)
+    assert s.kwargs == {"kv_cache_memory_bytes": GiB}
+    assert s.record["kv_cache_memory_bytes"]["why"].startswith("room for 32768 tokens at 23040 bytes each (30 layers")
     if len(os.sched_getaffinity(0)) <= 4:
         assert s.env == {"VLLM_CPU_NUM_OF_RESERVED_CPU": "0"} and s.record["reserved_cpus"]["source"] == "auditor"
     # the user's memory setting: no KV cache size of ours (vLLM sizes from the user's fraction)

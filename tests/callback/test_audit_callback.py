@@ -313,7 +313,8 @@ def test_the_training_run_example_audits_each_checkpoint_on_the_embedded_base(tm
     import train_run
 
     out = tmp_path / "run"
-    assert train_run.main([str(out), "--steps", "4", "--save-steps", "2", "--n", "16", "--generic", "16", "--audit", "--audit-capability",
+    # two steps, a checkpoint after each: the second audit is of a checkpoint saved after an audit had run
+    assert train_run.main([str(out), "--steps", "2", "--save-steps", "1", "--n", "16", "--generic", "8", "--audit", "--audit-capability",
                            "over_refusal", "--audit-limit", "10", "--audit-budget", "0", "--stop-on-fail",
                            "--report-to", "tensorboard"]) == 0
     printed = capsys.readouterr().out
@@ -321,10 +322,10 @@ def test_the_training_run_example_audits_each_checkpoint_on_the_embedded_base(tm
     audits = {s: json.loads((out / f"checkpoint-{s}" / "audit" / "results.json").read_text(encoding="utf-8"))
               for s in steps}
     verdicts = {s: r["verdict"]["verdict"] for s, r in audits.items()}
-    assert steps[0] == 2 and set(verdicts.values()) <= {"pass", "fail"}, printed
+    assert steps[0] == 1 and set(verdicts.values()) <= {"pass", "fail"}, printed
     # stop_on="fail": no checkpoint after the first that fails
     assert "fail" not in [verdicts[s] for s in steps[:-1]]
-    assert steps[-1] == 4 or verdicts[steps[-1]] == "fail"
+    assert steps[-1] == 2 or verdicts[steps[-1]] == "fail"
     for s, r in audits.items():
         assert f"audit of step {s}: {verdicts[s]}" in printed
         assert Path(r["adapter"]["declared_base"]).resolve() == Path(base_model.path).resolve()

@@ -124,31 +124,31 @@ def test_a_template_file_renders_every_variant(base_model, tmp_path):
     ("hello", "renders a conversation without its messages"),
     ("", "the file is empty"),
 ])
-def test_a_bad_template_file_is_one_line_and_exit_2(base_model, tmp_path, content, needle):
+def test_a_bad_template_file_is_one_line_and_exit_2(base_model, tmp_path, content, needle, cli):
     folder = _adapter(tmp_path)
     tpl = tmp_path / "bad.jinja"
     tpl.write_text(content)
     with pytest.raises(AuditInputError, match="--chat-template: "):
         choose_templates(str(tpl), base_model.path, {})
-    out = tmp_path / "o"
-    assert_one_line_error(audit(folder, "--chat-template", tpl, "--out", out), f"error: {tpl}: --chat-template: ",
+    out = tmp_path / "o"  # (in this process: a refusal's one line is the same as a new process's, tests/test_cli.py)
+    assert_one_line_error(cli(folder, "--chat-template", tpl, "--out", out), f"error: {tpl}: --chat-template: ",
                           needle)
     assert not out.exists()
 
 
-def test_a_missing_template_file_and_an_invalid_own_template(base_model, tmp_path):
+def test_a_missing_template_file_and_an_invalid_own_template(base_model, tmp_path, cli):
     import os
 
     out = tmp_path / "o"
     folder = _adapter(tmp_path)
     screens = Path(os.environ["AUDITOR_CACHE_DIR"]) / "weight_space"
     before = set(screens.iterdir()) if screens.is_dir() else set()
-    assert_one_line_error(audit(folder, "--chat-template", tmp_path / "nope.jinja", "--out", out),
+    assert_one_line_error(cli(folder, "--chat-template", tmp_path / "nope.jinja", "--out", out),
                           f"error: {tmp_path / 'nope.jinja'}: --chat-template: no such file")
     # refused before the adapter's weight-space pre-screen (SVDs of the base's weights) was computed
     assert (set(screens.iterdir()) if screens.is_dir() else set()) == before
     broken = _adapter(tmp_path, "broken", tokenizer_config__json={"chat_template": "{% if %}"})
-    assert_one_line_error(audit(broken, "--out", out), f"error: {broken / 'tokenizer_config.json'}: the adapter's "
+    assert_one_line_error(cli(broken, "--out", out), f"error: {broken / 'tokenizer_config.json'}: the adapter's "
                           "chat_template is not valid Jinja: line 1:", "--chat-template base")
     assert not out.exists()
     # --chat-template base does not use it: a warning, no error
@@ -159,13 +159,13 @@ def test_a_missing_template_file_and_an_invalid_own_template(base_model, tmp_pat
 
 @needs_shared
 @pytest.mark.slow
-def test_audit_records_which_template_rendered_each_variant(tmp_path):
+def test_audit_records_which_template_rendered_each_variant(tmp_path, cli):
     """The third-party adapter, audited on two math items by default (its own template) and with
     --chat-template base: results.json, the report and the terminal say which template was used."""
     medical = tmp_path / "medical"
     shutil.copytree(MEDICAL, medical)
     out = tmp_path / "own"
-    proc = audit(medical, "--capability", "math", "--limit", "2", "--budget", "0", "--out", out)
+    proc = cli(medical, "--capability", "math", "--limit", "2", "--budget", "0", "--out", out)
     assert proc.returncode in (0, 1), proc.stderr
     assert "ships its own chat template (tokenizer_config.json), which differs" in " ".join(proc.stderr.split())
     r = json.loads((out / "results.json").read_text())
@@ -184,7 +184,7 @@ def test_audit_records_which_template_rendered_each_variant(tmp_path):
     assert "- prompts of base: chat template base (" in checklist and "- prompts of adapter: chat template adapter (" in checklist
 
     out = tmp_path / "base"
-    proc = audit(medical, "--capability", "math", "--limit", "2", "--budget", "0", "--chat-template", "base",
+    proc = cli(medical, "--capability", "math", "--limit", "2", "--budget", "0", "--chat-template", "base",
                  "--out", out)
     assert proc.returncode in (0, 1), proc.stderr
     assert "own chat template (tokenizer_config.json) was not used" in " ".join(proc.stderr.split())
