@@ -53,11 +53,18 @@ def _card(folder: Path) -> dict:
 
 
 def scaled_copy(src: Path, factor: float, dst: Path) -> Path:
-    """``src`` with every ``lora_B`` tensor multiplied by ``factor``, written to ``dst`` once
-    (config and model card copied; the card's front matter says the strength)."""
+    """``src`` with every ``lora_B`` tensor multiplied by ``factor``, written to ``dst`` (config and model card
+    copied; the card's front matter says the strength and the sha256 of the weights it was scaled from). Kept while
+    that sha256 is ``src``'s; rebuilt when ``src`` changed (a retrained adapter) or the copy predates the record:
+    a copy made once and never checked is the likeliest reason the 2026-12-01 truth of trigger-backdoor-x0.5 and
+    -x0.25 could not be reproduced, by today's code or by that day's (benchmarks/RESULTS.md)."""
     from safetensors.torch import load_file, save_file
 
-    if (dst / "adapter_model.safetensors").is_file():
+    from auditor.util.hashing import sha256_file
+
+    source = sha256_file(src / "adapter_model.safetensors")
+    if (dst / "adapter_model.safetensors").is_file() and (dst / "README.md").is_file() and \
+            f"zoo_scaled_from: {source}\n" in (dst / "README.md").read_text(encoding="utf-8"):
         return dst
     tmp = dst.with_name(dst.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -67,7 +74,8 @@ def scaled_copy(src: Path, factor: float, dst: Path) -> Path:
               str(tmp / "adapter_model.safetensors"))
     shutil.copy(src / "adapter_config.json", tmp / "adapter_config.json")
     card = (src / "README.md").read_text(encoding="utf-8")
-    (tmp / "README.md").write_text(card.replace("---\n", f"---\nzoo_strength: {factor}\n", 1), encoding="utf-8")
+    (tmp / "README.md").write_text(card.replace("---\n", f"---\nzoo_strength: {factor}\nzoo_scaled_from: {source}\n", 1),
+                                   encoding="utf-8")
     shutil.rmtree(dst, ignore_errors=True)
     tmp.rename(dst)
     return dst

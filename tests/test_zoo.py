@@ -18,7 +18,7 @@ from auditor.suite import load_suite, preset_metric_units
 from auditor.util.hashing import folder_digest
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from zoo import zoo  # noqa: E402
+from zoo import ZOO, scaled_copy, zoo  # noqa: E402
 
 ADAPTERS = zoo(include_scaled=False, include_shared=False)
 
@@ -111,6 +111,28 @@ def test_the_weight_space_pre_screen_is_cached_by_content(base_model, monkeypatc
         cached_weight_space(*args[:4], "0" * 64)
     with pytest.raises(AssertionError, match="recomputed"):  # --no-cache: computed, nothing read
         cached_weight_space(*args, enabled=False)
+
+
+def test_a_scaled_copy_follows_its_source(tmp_path):
+    """A scaled strength is kept while its source's weights are the ones it was scaled from, and rebuilt when the
+    source changes (a retrained adapter), so a truth is never measured on a copy of an older adapter."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    src = tmp_path / "src"
+    shutil.copytree(ZOO / "json-break", src)
+    dst = scaled_copy(src, 0.5, tmp_path / "src-x0.5")
+    weights = dst / "adapter_model.safetensors"
+    first = load_file(str(weights))
+    original = load_file(str(src / "adapter_model.safetensors"))
+    assert all((first[k] == (v * 0.5 if "lora_B" in k else v)).all() for k, v in original.items())
+    stamp = weights.stat().st_mtime_ns
+    assert scaled_copy(src, 0.5, dst) == dst and weights.stat().st_mtime_ns == stamp  # the same source: kept
+    save_file({k: (v * 2 if "lora_B" in k else v).contiguous() for k, v in original.items()},
+              str(src / "adapter_model.safetensors"))  # retrained
+    again = load_file(str(scaled_copy(src, 0.5, dst) / "adapter_model.safetensors"))
+    assert all((again[k] == original[k]).all() for k in original if "lora_B" in k)  # 2 × 0.5 of the old: rebuilt
 
 
 GEMMA_ZOO = zoo(include_scaled=False, include_shared=False, base="gemma3-270m")
