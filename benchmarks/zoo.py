@@ -1,6 +1,6 @@
 """The adapter zoo as the benchmarks see it: every adapter with its kind, label and intended effect,
-and the weaker strengths derived from the planted regressions (``lora_B`` scaled, written once into
-``benchmarks/out/zoo-scaled/``).
+and the weaker strengths derived from the planted regressions (``lora_B`` scaled, written into
+``benchmarks/out/zoo-scaled/`` and rebuilt when their source changes).
 
 Adapters, in order: the zoo (``examples/zoo/*``, each model card's ``zoo:`` block), the two demo
 adapters (``terse-instruct-r8``: labelled ``instruction``, trained on arithmetic, a mislabelled
@@ -54,17 +54,17 @@ def _card(folder: Path) -> dict:
 
 def scaled_copy(src: Path, factor: float, dst: Path) -> Path:
     """``src`` with every ``lora_B`` tensor multiplied by ``factor``, written to ``dst`` (config and model card
-    copied; the card's front matter says the strength and the sha256 of the weights it was scaled from). Kept while
-    that sha256 is ``src``'s; rebuilt when ``src`` changed (a retrained adapter) or the copy predates the record:
+    copied; the card's front matter says the strength and the sha256s of the weights and config it was scaled from).
+    Kept while they are ``src``'s; rebuilt when ``src`` changed (a retrained adapter) or the copy predates the record:
     a copy made once and never checked is the likeliest reason the 2026-12-01 truth of trigger-backdoor-x0.5 and
     -x0.25 could not be reproduced, by today's code or by that day's (benchmarks/RESULTS.md)."""
     from safetensors.torch import load_file, save_file
 
     from auditor.util.hashing import sha256_file
 
-    source = sha256_file(src / "adapter_model.safetensors")
+    source = sha256_file(src / "adapter_model.safetensors")[:32] + sha256_file(src / "adapter_config.json")[:32]
     if (dst / "adapter_model.safetensors").is_file() and (dst / "README.md").is_file() and \
-            f"zoo_scaled_from: {source}\n" in (dst / "README.md").read_text(encoding="utf-8"):
+            f"zoo_scaled_from: '{source}'\n" in (dst / "README.md").read_text(encoding="utf-8"):
         return dst
     tmp = dst.with_name(dst.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -74,7 +74,7 @@ def scaled_copy(src: Path, factor: float, dst: Path) -> Path:
               str(tmp / "adapter_model.safetensors"))
     shutil.copy(src / "adapter_config.json", tmp / "adapter_config.json")
     card = (src / "README.md").read_text(encoding="utf-8")
-    (tmp / "README.md").write_text(card.replace("---\n", f"---\nzoo_strength: {factor}\nzoo_scaled_from: {source}\n", 1),
+    (tmp / "README.md").write_text(card.replace("---\n", f"---\nzoo_strength: {factor}\nzoo_scaled_from: '{source}'\n", 1),
                                    encoding="utf-8")
     shutil.rmtree(dst, ignore_errors=True)
     tmp.rename(dst)

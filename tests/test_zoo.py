@@ -53,7 +53,7 @@ def test_the_weight_space_pre_screen_of_zoo_adapters(name, base_model):
     assert all(1 <= m.effective_rank <= m.rank + 1e-6 and 0 <= m.intruders <= ws.top_k for m in ws.modules)
 
 
-def test_the_pre_screen_from_lora_factors_matches_the_decomposed_update(base_model):
+def test_the_pre_screen_from_lora_factors_matches_the_decomposed_update(base_model, monkeypatch):
     """The singular values come from the r × r core of the factors and the base's vectors are computed once per
     process; against the definition on the materialised ΔW (out × in, float64 SVD) and the base's own SVD, module
     by module of a real zoo adapter: the same effective rank, relative norm and intruder count."""
@@ -66,9 +66,13 @@ def test_the_pre_screen_from_lora_factors_matches_the_decomposed_update(base_mod
     info = inspect_adapter(a.path, base_model.path, base_model.name)
     ws_module._BASE_BASES.clear()
     fast = ws_module.weight_space(Path(info.weights_file), info.config, base_model.path, info.ranks)
-    assert ws_module._BASE_BASES  # the base's vectors are remembered ...
+    assert len(ws_module._BASE_BASES) == len(fast.modules)  # the base's vectors are remembered ...
+    decomposed = []
+    real = ws_module._left_singular
+    monkeypatch.setattr(ws_module, "_left_singular", lambda m, k: decomposed.append(k) or real(m, k))
     again = ws_module.weight_space(Path(info.weights_file), info.config, base_model.path, info.ranks)
-    assert again == fast  # ... and a second adapter's pre-screen reads them back to the same figures
+    # ... and a second adapter's pre-screen reads them back (only W + ΔW is decomposed) to the same figures
+    assert again == fast and decomposed == [fast.top_k] * len(fast.modules)
     by_module = {m.module: m for m in fast.modules}
     checked = 0
     with safe_open(info.weights_file, framework="pt") as ad, \
@@ -85,8 +89,10 @@ def test_the_pre_screen_from_lora_factors_matches_the_decomposed_update(base_mod
             assert m.effective_rank == pytest.approx(float(torch.exp(-(p * p.log()).sum())), rel=1e-5)
             assert m.relative_norm == pytest.approx(float(torch.linalg.matrix_norm(delta) / torch.linalg.matrix_norm(w)),
                                                     rel=1e-5)
-            u_base = torch.linalg.svd(w, full_matrices=False)[0]
-            u_new = torch.linalg.svd(w + delta, full_matrices=False)[0][:, :fast.top_k]
+            # the intruder check as the pre-screen computes it, in float32 (the base's vectors came from the memo)
+            w32, delta32 = w.float(), m.scale * (lora_b.float() @ lora_a.float())
+            u_base = torch.linalg.svd(w32, full_matrices=False)[0]
+            u_new = torch.linalg.svd(w32 + delta32, full_matrices=False)[0][:, :fast.top_k]
             assert m.intruders == int(((u_new.T @ u_base).abs().max(dim=1).values < fast.epsilon).sum())
             checked += 1
     assert checked == 6

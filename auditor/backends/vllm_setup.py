@@ -12,8 +12,8 @@ Defaults (each recorded in results.json ``run.vllm.settings`` with its source: `
   NUMA node its first CPU sits on, and refuses to start when less than that is free; on a machine
   whose node is partly used (or whose cgroup limit is below the node's size) it never starts.
   The auditor sizes the KV cache (``kv_cache_memory_bytes``, used in place of the fraction) by the
-  model (:func:`cpu_kv_cache_bytes`; SmolLM2-135M: 1 GiB in bf16): vLLM zeroes it all as it starts,
-  ~4 s a GiB on one core. With 4 CPUs or fewer it reserves none for vLLM's scheduler
+  model (:mod:`auditor.backends.vllm_kv`; SmolLM2-135M: 1 GiB in bf16, 2 in float32): vLLM zeroes it all as
+  it starts (14 s for the 4 GiB a machine-sized rule gave here, on one core). With 4 CPUs or fewer it reserves none for vLLM's scheduler
   (``VLLM_CPU_NUM_OF_RESERVED_CPU=0``): one of two cores kept idle halves generation speed.
 * **GPU**. vLLM's defaults are kept unless the free memory of the GPU is below
   ``gpu_memory_utilization`` of its total; then the fraction that is free less 3 points is chosen
@@ -26,7 +26,6 @@ and the environment variables ``VLLM_CPU_KVCACHE_SPACE`` / ``VLLM_CPU_NUM_OF_RES
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import re
 import sys
@@ -38,14 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, AuditInputError
+from .vllm_kv import GiB, KVShape, cpu_kv_cache_bytes, kv_shape, kv_why  # noqa: F401 (kv_shape: the engine's, the tests')
 
-GiB = 2**30
-#: CPU KV cache: at most this share of the memory available on the engine's memory node, in whole GiB, clamped
-#: (the maximum only where the model's size per token is unknown)
-CPU_KV_SHARE, CPU_KV_MIN_GIB, CPU_KV_MAX_GIB = 0.25, 1, 4
-#: CPU KV cache: room for this many tokens (128 requests of 256 tokens: more than two cores keep busy), or the
-#: model's whole context where that is longer
-CPU_KV_TOKENS = 32768
 #: at most this many usable CPUs: reserve none for vLLM's scheduler process
 FEW_CPUS = 4
 #: GPU: when the default fraction does not fit, take what is free less this margin (a fraction)
@@ -98,49 +91,6 @@ def usable_cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-@dataclass(frozen=True)
-class KVShape:
-    """A model's KV cache per token (:func:`kv_shape`); ``context``: its context or the user's max_model_len."""
-
-    layers: int
-    kv_heads: int
-    head_dim: int
-    element_bytes: int
-    context: int
-
-    @property
-    def bytes_per_token(self) -> int:  # keys and values of every layer
-        return self.layers * 2 * self.kv_heads * self.head_dim * self.element_bytes
-
-
-def kv_shape(base_path: Path, dtype: str, max_model_len: int | None = None) -> KVShape | None:
-    """The KV cache per token of the model at ``base_path`` (its ``config.json``, or its ``text_config``) in
-    ``dtype``; None where the config lacks what it takes."""
-    try:
-        cfg = json.loads((Path(base_path) / "config.json").read_text(encoding="utf-8"))
-        cfg = cfg.get("text_config") or cfg
-        heads = int(cfg["num_attention_heads"])
-        shape = KVShape(layers=int(cfg["num_hidden_layers"]), kv_heads=int(cfg.get("num_key_value_heads") or heads),
-                        head_dim=int(cfg.get("head_dim") or int(cfg["hidden_size"]) // heads),
-                        element_bytes=4 if dtype == "float32" else 2,
-                        context=int(max_model_len or cfg.get("max_position_embeddings") or 0))
-    except (OSError, ValueError, TypeError, KeyError, AttributeError, ZeroDivisionError):
-        return None
-    return shape if shape.bytes_per_token > 0 else None
-
-
-def cpu_kv_cache_bytes(available: int, shape: KVShape | None = None) -> int:
-    """The CPU KV cache the auditor chooses, bytes: room for :data:`CPU_KV_TOKENS` tokens or the model's whole
-    context, whichever is longer, at ``shape``'s bytes per token (layers × 2 × KV heads × head size × element
-    bytes), in whole GiB, at least :data:`CPU_KV_MIN_GIB`, at most :data:`CPU_KV_SHARE` of ``available`` bytes;
-    without a ``shape``, that share clamped to [:data:`CPU_KV_MIN_GIB`, :data:`CPU_KV_MAX_GIB`] GiB."""
-    share = max(CPU_KV_MIN_GIB, int(available * CPU_KV_SHARE // GiB))
-    if shape is None:
-        return min(CPU_KV_MAX_GIB, share) * GiB
-    need = -(-shape.bytes_per_token * max(CPU_KV_TOKENS, shape.context) // GiB)
-    return max(CPU_KV_MIN_GIB, min(share, need)) * GiB
-
-
 def gpu_memory_fraction(free: int, total: int, default: float) -> float | None:
     """The ``gpu_memory_utilization`` to use when vLLM's ``default`` (a fraction) does not fit the
     ``free`` of ``total`` bytes: what is free less :data:`GPU_MARGIN`, rounded down to 0.01; None
@@ -159,7 +109,7 @@ def fit_engine_settings(user_args: dict[str, Any], gpu: bool, environ: dict[str,
         user_args: the ``--vllm-arg`` keyword arguments.
         gpu: whether the engine runs on a CUDA GPU.
         environ: the environment (default ``os.environ``); read only.
-        shape: the model's KV cache per token (:func:`kv_shape`), which sizes the CPU KV cache; None: sized
+        shape: the model's KV cache per token (:func:`~auditor.backends.vllm_kv.kv_shape`), which sizes the CPU KV cache; None: sized
             by the machine alone.
     """
     env = dict(os.environ if environ is None else environ)
@@ -191,12 +141,7 @@ def fit_engine_settings(user_args: dict[str, Any], gpu: bool, environ: dict[str,
         node, total, available = cpu_memory_node()
         s.kwargs["kv_cache_memory_bytes"] = kv = cpu_kv_cache_bytes(available, shape)
         where = f"the {available / GiB:.1f} GiB available on memory node {node} ({total / GiB:.1f} GiB)"
-        why = f"{CPU_KV_SHARE:.0%} of {where}, in whole GiB, {CPU_KV_MIN_GIB}–{CPU_KV_MAX_GIB} GiB"
-        if shape is not None:
-            why = (f"room for {max(CPU_KV_TOKENS, shape.context)} tokens at {shape.bytes_per_token} bytes each "
-                   f"({shape.layers} layers × 2 × {shape.kv_heads} KV heads × {shape.head_dim} × {shape.element_bytes} "
-                   f"bytes), in whole GiB, at least {CPU_KV_MIN_GIB} and at most {CPU_KV_SHARE:.0%} of {where}")
-        s.record["kv_cache_memory_bytes"] = {"value": kv, "source": "auditor", "why": why}
+        s.record["kv_cache_memory_bytes"] = {"value": kv, "source": "auditor", "why": kv_why(shape, where)}
     if "VLLM_CPU_NUM_OF_RESERVED_CPU" in env:
         s.record["reserved_cpus"] = {"value": int(env["VLLM_CPU_NUM_OF_RESERVED_CPU"] or 0), "source": "env",
                                      "why": "VLLM_CPU_NUM_OF_RESERVED_CPU"}

@@ -21,6 +21,7 @@ The summary is descriptive: whether it predicts behavioural drift is measured on
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -59,29 +60,36 @@ def _left_singular(m, k: int):
     return torch.svd_lowrank(m, q=k + 10, niter=4)[0][:, :k]
 
 
-#: the base's left singular vectors per weight (file, name, transposed, k): the same for every adapter on one base,
-#: so a run of several adapters (the demo's two, a zoo, a training run's checkpoints) computes them once; a few
-#: hundred MiB at most for the embedded bases (their full bases), kept for the process
-_BASE_BASES: dict[tuple[str, str, bool, int], Any] = {}
-_BASE_BASES_MAX = 1024
+#: the base's left singular vectors per weight, keyed by the file's identity (resolved path, device, inode, size,
+#: modification time), the weight's name, whether it is transposed and how many vectors: the same for every adapter
+#: on one base, so a run of several adapters (the demo's two, a zoo, a training run's checkpoints) computes them once.
+#: Least recently used first out beyond :data:`_BASE_BASES_BYTES`, so a large base holds at most that much.
+_BASE_BASES: OrderedDict[tuple, Any] = OrderedDict()
+_BASE_BASES_BYTES = 512 * 2**20
 
 
 def _base_left_singular(w, f: Path, name: str, transposed: bool, k: int):
-    """:func:`_left_singular` of the base's weight ``name`` in ``f``, remembered for the process."""
-    key = (str(f), name, transposed, k)
+    """:func:`_left_singular` of the base's weight ``name`` in ``f``, remembered for the process while ``f`` is the
+    same file (a rewritten base has another modification time or size, so another key)."""
+    st = f.stat()
+    key = (str(f.resolve()), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, name, transposed, k)
     u = _BASE_BASES.get(key)
-    if u is None:
-        u = _left_singular(w, k)
-        if len(_BASE_BASES) >= _BASE_BASES_MAX:
-            _BASE_BASES.clear()
+    if u is not None:
+        _BASE_BASES.move_to_end(key)
+        return u
+    u = _left_singular(w, k)
+    size = u.numel() * u.element_size()
+    if size <= _BASE_BASES_BYTES:
         _BASE_BASES[key] = u
+        while sum(v.numel() * v.element_size() for v in _BASE_BASES.values()) > _BASE_BASES_BYTES:
+            _BASE_BASES.popitem(last=False)
     return u
 
 
 def lora_singular_values(a, b, scale: float):
     """The singular values of ``ΔW = scale · B · A`` from its factors (``a``: [r, in], ``b``: [out, r]), in
     float64: with ``B = Q_B R_B`` and ``Aᵀ = Q_A R_A`` (thin QR), ``ΔW = Q_B (scale R_B R_Aᵀ) Q_Aᵀ`` has the
-    singular values of the r × r core, so no out × in matrix is decomposed. Shape [r], descending."""
+    singular values of the small core, so no out × in matrix is decomposed. Shape [min(r, out, in)], descending."""
     import torch
 
     r_b = torch.linalg.qr(b.double(), mode="r")[1]
@@ -94,7 +102,7 @@ def weight_space(weights: Path, cfg: AdapterConfig, base_path: Path, ranks: Mapp
     """The pre-screen of an adapter that passed inspection (``ranks``: module → real rank).
 
     Reads the adapter's LoRA factors and, for the same modules only, the base's weights (memory-mapped
-    safetensors); nothing else of the base is loaded. Computed in float32.
+    safetensors); nothing else of the base is loaded. Computed in float32, ΔW's singular values in float64.
     """
     import torch
     from safetensors import safe_open

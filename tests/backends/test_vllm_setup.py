@@ -58,12 +58,33 @@ def test_cpu_kv_cache_is_sized_by_the_model_within_a_quarter_of_what_is_free(bas
     assert cpu_kv_cache_bytes(20 * GiB, kv_shape(base_model.path, "float32", max_model_len=131072)) == 5 * GiB
     assert cpu_kv_cache_bytes(12 * GiB, kv_shape(base_model.path, "float32", max_model_len=131072)) == 3 * GiB
     assert cpu_kv_cache_bytes(int(0.5 * GiB), smol) == 1 * GiB  # never below 1 GiB
+    # the user's max_model_len where it is a whole number; anything else leaves the model's context
+    assert kv_shape(base_model.path, "bfloat16", "4096").context == 4096
+    assert kv_shape(base_model.path, "bfloat16", "4k").context == kv_shape(base_model.path, "bfloat16", True).context == 8192
     # a config without the sizes: by the machine as before, a quarter of what is free in whole GiB, 1 to 4
     assert kv_shape(Path(base_model.path).parent / "no-such-model", "float32") is None
     assert cpu_kv_cache_bytes(int(0.5 * GiB)) == 1 * GiB
     assert cpu_kv_cache_bytes(int(9.9 * GiB)) == 2 * GiB
     assert cpu_kv_cache_bytes(12 * GiB) == 3 * GiB
     assert cpu_kv_cache_bytes(200 * GiB) == 4 * GiB
+
+
+def test_the_kv_size_reads_a_multimodal_config_and_a_scaled_rope_context(tmp_path):
+    """A Gemma-3-style config nests the text model's sizes in ``text_config`` and leaves some to the top level (or to
+    defaults); a yarn RoPE scaling multiplies the context as vLLM does, so one whole request fits."""
+    import json
+
+    (tmp_path / "config.json").write_text(json.dumps({
+        "num_attention_heads": 8, "hidden_size": 2048, "max_position_embeddings": 32768,
+        "text_config": {"num_hidden_layers": 28, "num_key_value_heads": 4, "head_dim": 128,
+                        "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}}))
+    shape = kv_shape(tmp_path, "bfloat16")
+    assert shape == KVShape(layers=28, kv_heads=4, head_dim=128, element_bytes=2, context=131072)
+    assert cpu_kv_cache_bytes(64 * GiB, shape) == 7 * GiB  # 131,072 tokens × 28 KiB: 7 GiB, within 16
+    (tmp_path / "config.json").write_text(json.dumps({
+        "num_attention_heads": 8, "num_hidden_layers": 4, "hidden_size": 512, "max_position_embeddings": 8192,
+        "rope_scaling": {"rope_type": "llama3", "factor": 8.0}}))  # llama3's context is already the long one
+    assert kv_shape(tmp_path, "float32").context == 8192
 
 
 def test_gpu_fraction_is_kept_when_it_fits_and_lowered_when_it_does_not():

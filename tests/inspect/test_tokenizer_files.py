@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 from conftest import MEDICAL, assert_one_line_error, needs_shared, write_adapter
@@ -130,23 +129,31 @@ def test_a_bad_template_file_is_one_line_and_exit_2(base_model, tmp_path, conten
     tpl.write_text(content)
     with pytest.raises(AuditInputError, match="--chat-template: "):
         choose_templates(str(tpl), base_model.path, {})
-    out = tmp_path / "o"  # (in this process: a refusal's one line is the same as a new process's, tests/test_cli.py)
+    out = tmp_path / "o"  # in this worker (a new process: the test below)
     assert_one_line_error(cli(folder, "--chat-template", tpl, "--out", out), f"error: {tpl}: --chat-template: ",
                           needle)
     assert not out.exists()
 
 
-def test_a_missing_template_file_and_an_invalid_own_template(base_model, tmp_path, cli):
-    import os
+def test_a_bad_template_file_is_one_line_in_a_new_process_too(tmp_path):
+    """The refusal above in a new ``audit`` process: what reaches the real stderr (library log lines, warnings,
+    writes below Python) is one line, as the in-worker runs cannot see."""
+    tpl = tmp_path / "bad.jinja"
+    tpl.write_text("{% for m in messages %}{{ m['content'] }")
+    proc = audit(_adapter(tmp_path), "--chat-template", tpl, "--out", tmp_path / "o")
+    assert_one_line_error(proc, f"error: {tpl}: --chat-template: ", "not valid Jinja: line 1:")
+    assert not (tmp_path / "o").exists()
 
+
+def test_a_missing_template_file_and_an_invalid_own_template(base_model, tmp_path, cli, monkeypatch):
     out = tmp_path / "o"
     folder = _adapter(tmp_path)
-    screens = Path(os.environ["AUDITOR_CACHE_DIR"]) / "weight_space"
-    before = set(screens.iterdir()) if screens.is_dir() else set()
+    # an answer cache of its own (pre-screens are kept there): the session's is shared with the other workers
+    monkeypatch.setenv("AUDITOR_GENERATION_CACHE", str(tmp_path / "answers"))
     assert_one_line_error(cli(folder, "--chat-template", tmp_path / "nope.jinja", "--out", out),
                           f"error: {tmp_path / 'nope.jinja'}: --chat-template: no such file")
     # refused before the adapter's weight-space pre-screen (SVDs of the base's weights) was computed
-    assert (set(screens.iterdir()) if screens.is_dir() else set()) == before
+    assert not (tmp_path / "answers" / "weight_space").exists()
     broken = _adapter(tmp_path, "broken", tokenizer_config__json={"chat_template": "{% if %}"})
     assert_one_line_error(cli(broken, "--out", out), f"error: {broken / 'tokenizer_config.json'}: the adapter's "
                           "chat_template is not valid Jinja: line 1:", "--chat-template base")
