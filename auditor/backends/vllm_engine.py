@@ -59,7 +59,8 @@ from . import vllm_compat
 from .base import CachedBackend, adapter_folders
 from .cache import GenerationCache
 from .vllm_compat import check_engine_args, check_vllm_servable, lora_identity, vllm_lora_rank
-from .vllm_setup import EngineSettings, fit_engine_settings, kv_shape, start_engine
+from .vllm_kv import kv_shape
+from .vllm_setup import EngineSettings, fit_engine_settings, start_engine
 
 if TYPE_CHECKING:
     from ..options import AuditOptions

@@ -9,7 +9,7 @@ requests need far less than a machine-sized cache, so the cache is sized from wh
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +68,7 @@ def kv_shape(base_path: Path, dtype: str, max_model_len: Any = None) -> KVShape 
     except (OSError, ValueError, TypeError, KeyError, AttributeError, ZeroDivisionError):
         return None
     if isinstance(max_model_len, int | str) and not isinstance(max_model_len, bool) and str(max_model_len).isdigit():
-        shape = KVShape(shape.layers, shape.kv_heads, shape.head_dim, shape.element_bytes, int(max_model_len))
+        shape = replace(shape, context=int(max_model_len))
     ok = min(shape.layers, shape.kv_heads, shape.head_dim) > 0
     return shape if ok else None
 

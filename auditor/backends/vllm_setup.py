@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, AuditInputError
-from .vllm_kv import GiB, KVShape, cpu_kv_cache_bytes, kv_shape, kv_why  # noqa: F401 (kv_shape: the engine's, the tests')
+from .vllm_kv import GiB, KVShape, cpu_kv_cache_bytes, kv_why
 
 #: at most this many usable CPUs: reserve none for vLLM's scheduler process
 FEW_CPUS = 4

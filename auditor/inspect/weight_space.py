@@ -68,11 +68,16 @@ _BASE_BASES: OrderedDict[tuple, Any] = OrderedDict()
 _BASE_BASES_BYTES = 512 * 2**20
 
 
-def _base_left_singular(w, f: Path, name: str, transposed: bool, k: int):
-    """:func:`_left_singular` of the base's weight ``name`` in ``f``, remembered for the process while ``f`` is the
-    same file (a rewritten base has another modification time or size, so another key)."""
+def _file_identity(f: Path) -> tuple:
+    """``f`` as :data:`_BASE_BASES` keys it: a rewritten base has another modification time or size."""
     st = f.stat()
-    key = (str(f.resolve()), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, name, transposed, k)
+    return str(f.resolve()), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _base_left_singular(w, file_identity: tuple, name: str, transposed: bool, k: int):
+    """:func:`_left_singular` of the base's weight ``name`` in the file of ``file_identity``
+    (:func:`_file_identity`), remembered for the process while that file is unchanged."""
+    key = (*file_identity, name, transposed, k)
     u = _BASE_BASES.get(key)
     if u is not None:
         _BASE_BASES.move_to_end(key)
@@ -111,6 +116,7 @@ def weight_space(weights: Path, cfg: AdapterConfig, base_path: Path, ranks: Mapp
     modules: list[ModuleWeightSpace] = []
     skipped: list[str] = []
     handles: dict[Path, Any] = {}
+    identities: dict[Path, tuple] = {}
     with safe_open(str(weights), framework="pt") as ad:
         names = set(ad.keys())
         for module in sorted(ranks):
@@ -127,6 +133,7 @@ def weight_space(weights: Path, cfg: AdapterConfig, base_path: Path, ranks: Mapp
             f = base_files[w_name]
             if f not in handles:
                 handles[f] = safe_open(str(f), framework="pt").__enter__()
+                identities[f] = _file_identity(f)
             w = handles[f].get_tensor(w_name).float()
             a, b = ad.get_tensor(a_name).float(), ad.get_tensor(b_name).float()
             if cfg.fan_in_fan_out:
@@ -145,7 +152,7 @@ def weight_space(weights: Path, cfg: AdapterConfig, base_path: Path, ranks: Mapp
             else:
                 eff = 0.0
             k = min(top_k, min(w.shape))
-            u_base = _base_left_singular(w, f, w_name, bool(cfg.fan_in_fan_out),
+            u_base = _base_left_singular(w, identities[f], w_name, bool(cfg.fan_in_fan_out),
                                          min(w.shape) if min(w.shape) <= _FULL_SVD_MAX else 4 * k)
             u_new = _left_singular(w + delta, k)
             cos = (u_new.T @ u_base).abs().max(dim=1).values

@@ -17,15 +17,12 @@ import pytest
 from conftest import AUDIT, DEMO_ADAPTERS, ROOT, assert_one_line_error
 
 from auditor.backends import vllm_compat
+from auditor.backends.vllm_kv import GiB, KVShape, cpu_kv_cache_bytes, kv_shape
 from auditor.backends.vllm_setup import (
     EngineStartError,
-    GiB,
-    KVShape,
-    cpu_kv_cache_bytes,
     diagnose,
     fit_engine_settings,
     gpu_memory_fraction,
-    kv_shape,
     root_cause,
 )
 from auditor.errors import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR
