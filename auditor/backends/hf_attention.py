@@ -78,33 +78,27 @@ def varlen_sdpa_attention(module: Any, query: Any, key: Any, value: Any, attenti
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
                                       **kwargs)
     kwargs.pop("cache")
-    key, value = cache.update(key_states=key, value_states=value, layer_idx=module.layer_idx, kwargs=kwargs)
+    gather, from_cache, key, value = _write_and_read(cache, key, value, module.layer_idx, kwargs)
     cq = kwargs["cu_seq_lens_q"].tolist()
     ck = kwargs["cu_seq_lens_k"].tolist()
     gqa = getattr(module, "num_key_value_groups", 1) > 1
     out = query.new_zeros(query.shape)
-    q0, k0, v0, o0 = query[0], key[0], value[0], out[0]  # [heads, tokens, head_dim]
+    q0, o0 = query[0], out[0]  # [heads, tokens, head_dim]
     decode = [i for i in range(len(cq) - 1) if cq[i + 1] - cq[i] == 1]
-    kv_heads = k0.shape[0]
-    kt, vt = (t.transpose(0, 1).reshape(t.shape[1], -1) for t in (k0, v0))  # [tokens, kv_heads · head_dim]
-    # the decoding requests in groups by their own length rounded up to WIDTH_QUANTUM keys, each group padded
-    # to that width: a request's keys, mask and SDPA call shape depend on its own length only, never on the
-    # other requests of the step (bf16 and fp32 outputs bit for bit the same in any company, see
-    # tests/backends/test_hf_attention.py), and no request attends to more than WIDTH_QUANTUM - 1 padding keys
+    kv_heads, head_dim = key.shape[1], key.shape[-1]
     for width, group in _groups(decode, [ck[i + 1] - ck[i] for i in decode]):
         lens = torch.tensor([ck[i + 1] - ck[i] for i in group])
         span = torch.arange(width)
-        index = (torch.tensor([ck[i] for i in group])[:, None] + span).clamp_(max=k0.shape[1] - 1)
+        index = (torch.tensor([ck[i] for i in group])[:, None] + span).clamp_(max=ck[-1] - 1)
         keep = (span < lens[:, None])[:, None, None, :]  # [requests, 1, 1, width]
         rows = torch.tensor([cq[i] for i in group])
         # a decoding request's query heads that share a key head are that head's query rows ([requests,
         # kv_heads, groups, head_dim]; Llama's repeat_kv maps head h to key head h // groups): one SDPA call
         # with no repeated keys (torch's bf16 CPU kernel is ~7x slower on one query row per head with GQA)
         q = q0[:, rows].transpose(0, 1).reshape(len(group), kv_heads, -1, q0.shape[-1])
-        # the keys are gathered token-major (rows of kv_heads × head_dim, as the paged cache reads them out)
+        # the keys are gathered token-major (rows of kv_heads × head_dim, as the paged cache holds them)
         # with index_select: 5x faster than advanced indexing, which was 1.6x faster than head-major
-        k = kt.index_select(0, index.view(-1)).view(*index.shape, kv_heads, -1).transpose(1, 2)
-        v = vt.index_select(0, index.view(-1)).view(*index.shape, kv_heads, -1).transpose(1, 2)
+        k, v = (t.view(*index.shape, kv_heads, head_dim).transpose(1, 2) for t in gather(index.view(-1)))
         # k, v: [requests, kv_heads, width, head_dim]
         o = sdpa(q, k, v, attn_mask=keep, scale=scaling)  # [requests, kv_heads, groups, head_dim]
         o0[:, rows] = o.reshape(len(group), -1, o.shape[-1]).transpose(0, 1)  # [heads, requests, head_dim]
@@ -113,7 +107,11 @@ def varlen_sdpa_attention(module: Any, query: Any, key: Any, value: Any, attenti
         if lq == 1 or lq == 0:
             continue
         q = q0[None, :, cq[i]:cq[i + 1]]
-        k, v = k0[None, :, ck[i]:ck[i + 1]], v0[None, :, ck[i]:ck[i + 1]]
+        if not from_cache:  # a step of whole prompts only: their keys are this step's own
+            k, v = key[:, :, ck[i]:ck[i + 1]], value[:, :, ck[i]:ck[i + 1]]
+        else:  # [1, kv_heads, lk, head_dim], the layout the library's read-back had
+            k, v = (t.view(lk, kv_heads, head_dim).transpose(0, 1)[None]
+                    for t in gather(torch.arange(ck[i], ck[i + 1])))
         if lq == lk:
             o = sdpa(q, k, v, is_causal=True, scale=scaling, enable_gqa=gqa)
         else:  # a chunk after cached tokens: query t sees the first lk - lq + t + 1 keys
@@ -121,6 +119,67 @@ def varlen_sdpa_attention(module: Any, query: Any, key: Any, value: Any, attenti
             o = sdpa(q, k, v, attn_mask=mask, scale=scaling, enable_gqa=gqa)
         o0[:, cq[i]:cq[i + 1]] = o[0]
     return out.transpose(1, 2).contiguous(), None
+
+
+def _write_and_read(cache: Any, key: Any, value: Any, layer_idx: int,
+                    kwargs: dict[str, Any]) -> tuple[Any, bool, Any, Any]:
+    """Write a step's new keys and values into the paged cache, as the library's ``cache.update`` does, and
+    say how to read any request's keys back.
+
+    The library's ``update`` reads every request's whole context out of the cache into one packed copy
+    (``index_select`` over ``read_index``), which this function used to copy again, padded, per width group:
+    two full copies of every request's keys and values per layer and step (py-spy: 7% of a demo's
+    generation on the AMX CPU, benchmarks/RESULTS.md). Here the write goes through ``cache.update`` with
+    an empty ``read_index`` (the library's own write-only case) and the keys are gathered once, straight
+    from the cache's pages (``get_cache_for_block_table``, the view its block-table kernels read), through
+    ``read_index``: the same values in the same layout, so the answers are bit for bit those of the read-back.
+
+    Args:
+        key, value: ``[1, kv_heads, q_tokens, head_dim]``, the step's new keys and values.
+        kwargs: continuous batching's attention kwargs; ``cu_seq_lens_k`` is narrowed to this layer's
+            attention type in place, as ``cache.update`` does.
+
+    Returns:
+        ``(gather, from_cache, key, value)``: ``gather(positions)`` gives the keys and values at packed key
+        positions (a LongTensor of positions in ``cu_seq_lens_k``'s numbering) as two
+        ``[n, kv_heads · head_dim]`` tensors; ``from_cache`` False where no request reads the cache this step
+        (whole prompts only, one-token prompts among them: ``key`` and ``value`` are then the new ones,
+        ``cu_seq_lens_k`` equal to ``cu_seq_lens_q``, and ``gather`` reads them); ``key``, ``value`` as given,
+        or the library's read-back where this transformers version lacks the pieces above.
+    """
+    allocator = (getattr(cache, "layer_to_allocator", None) or {}).get(layer_idx)
+    reads = kwargs.get("read_index")
+    pages = getattr(allocator, "get_cache_for_block_table", None)
+    if allocator is None or pages is None or not isinstance(reads, list) or kwargs.get("block_table") is not None:
+        key, value = cache.update(key_states=key, value_states=value, layer_idx=layer_idx, kwargs=kwargs)
+        return _rows_of(key, value), True, key, value
+    read = reads[allocator.index]
+    write_only = dict(kwargs, read_index=[r[:0] for r in reads])
+    cache.update(key_states=key, value_states=value, layer_idx=layer_idx, kwargs=write_only)
+    kwargs["cu_seq_lens_k"], kwargs["max_length_k"] = write_only["cu_seq_lens_k"], write_only["max_length_k"]
+    if read.numel() == 0:
+        return _rows_of(key, value), False, key, value
+    k_pages, v_pages = pages(layer_idx)  # [pages, page_size, kv_heads, head_dim], the cache's own storage
+    k_rows, v_rows = (t.view(-1, t.shape[-2] * t.shape[-1]) for t in (k_pages, v_pages))
+
+    def gather(at: Any) -> tuple[Any, Any]:
+        slots = read.index_select(0, at)
+        return k_rows.index_select(0, slots), v_rows.index_select(0, slots)
+
+    return gather, True, key, value
+
+
+def _rows_of(key: Any, value: Any) -> Any:
+    """``gather`` over packed ``[1, kv_heads, tokens, head_dim]`` keys and values: token-major rows
+    (``[tokens, kv_heads · head_dim]``, copied once, on the first call) picked by position."""
+    rows: list[Any] = []
+
+    def gather(at: Any) -> tuple[Any, Any]:
+        if not rows:
+            rows.extend(t[0].transpose(0, 1).reshape(t.shape[2], -1) for t in (key, value))
+        return rows[0].index_select(0, at), rows[1].index_select(0, at)
+
+    return gather
 
 
 #: a decoding request's keys are padded to its own length rounded up to this many (a power of two)

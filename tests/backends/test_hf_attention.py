@@ -104,3 +104,65 @@ def test_a_decoding_requests_padded_width_is_its_own_length_rounded_up_whoever_d
     groups = _groups([0, 1, 2, 3], [1, WIDTH_QUANTUM, WIDTH_QUANTUM + 1, 3 * WIDTH_QUANTUM])
     assert [w for w, _ in groups] == [3 * WIDTH_QUANTUM, 2 * WIDTH_QUANTUM, WIDTH_QUANTUM]  # widest first
     assert groups[-1][1] == [0, 1]
+
+
+@pytest.mark.parametrize("max_batch_tokens", [1024, 40])
+def test_keys_read_straight_from_the_cache_pages_give_the_read_backs_bf16_answers_bit_for_bit(
+        model, max_batch_tokens, monkeypatch):
+    """The keys are gathered from the paged cache through ``read_index`` instead of from the library's
+    read-back copy: the same values in the same layout, so even bf16 answers (which move with any change
+    of rounding) are the read-back's token for token; and the direct path is the one taken."""
+    import copy
+    import types
+
+    import torch
+    from transformers import GenerationConfig
+    from transformers.generation.continuous_batching.cache_allocators.full_attention import (
+        FullAttentionCacheAllocator,
+    )
+
+    from auditor.backends import hf_attention
+    from auditor.backends.hf_stream import stream_generate
+
+    m, tok = model
+    m16 = copy.deepcopy(m).to(torch.bfloat16)
+    prompts = [list(tok.apply_chat_template([{"role": "user", "content": q}], add_generation_prompt=True,
+                                            return_dict=True)["input_ids"]) for q in QUESTIONS]
+    budgets = [6 + 3 * k for k in range(len(prompts))]
+    config = GenerationConfig(do_sample=False, eos_token_id=None, pad_token_id=tok.pad_token_id,
+                              max_new_tokens=max(budgets))
+    kw = dict(slots=4, generation_config=config, max_batch_tokens=max_batch_tokens)
+
+    reads = []
+    pages = FullAttentionCacheAllocator.get_cache_for_block_table
+    monkeypatch.setattr(FullAttentionCacheAllocator, "get_cache_for_block_table",
+                        lambda self, layer_idx: reads.append(layer_idx) or pages(self, layer_idx))
+    direct = stream_generate(m16, prompts, budgets, **kw)
+    assert len(reads) >= m16.config.num_hidden_layers * max(budgets)  # every decoding step, every layer
+
+    original = hf_attention._write_and_read
+    monkeypatch.setattr(hf_attention, "_write_and_read", lambda cache, *a: original(
+        types.SimpleNamespace(update=cache.update), *a))  # no allocators in sight: the library's read-back
+    reads.clear()
+    read_back = stream_generate(m16, prompts, budgets, **kw)
+    assert not reads
+    assert direct == read_back
+    assert [len(a) for a in direct] == budgets  # no EOS: every step of every request compared
+
+
+def test_a_one_token_prompt_in_a_step_of_whole_prompts_decodes_from_its_own_keys(model):
+    """A step that reads nothing from the cache (every request a whole prompt) can still hold a request of
+    one query token: a one-token prompt. Its keys are the step's own, as a decoding request's; the
+    library's answers in fp32, token for token."""
+    from transformers import GenerationConfig
+
+    from auditor.backends.hf_stream import stream_generate
+
+    m, tok = model
+    prompts = [[tok.convert_tokens_to_ids("Hello")], list(tok("The capital of France is")["input_ids"]),
+               [tok.convert_tokens_to_ids("The")]]
+    config = GenerationConfig(do_sample=False, eos_token_id=None, pad_token_id=tok.pad_token_id, max_new_tokens=6)
+    kw = dict(slots=3, generation_config=config)
+    ours = stream_generate(m, prompts, [6, 6, 6], attention="per_request", **kw)
+    assert ours == stream_generate(m, prompts, [6, 6, 6], attention="library", **kw)
+    assert [len(a) for a in ours] == [6, 6, 6]
