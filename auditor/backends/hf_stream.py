@@ -19,7 +19,11 @@ What was found on transformers 5.19 (2-core CPU, SmolLM2-135M, 96 chat prompts; 
   (cost ∝ concurrency² × length, 41% of the loop's time at 32 slots here); a stream computes it per
   request instead (:mod:`auditor.backends.hf_attention`: fp32 answers token-identical to the library's,
   1.25× the tokens/s in bf16 on 96 demo prompts), and ``--batch-size auto`` measures where more slots
-  stop paying off (:mod:`auditor.backends.throughput`).
+  stop paying off (:mod:`auditor.backends.throughput`);
+* the library runs its generation loop in a thread of its own (``manager.start()``); on a CPU that thread
+  shares the cores with the calling thread's OpenMP team and runs at about half speed, so the loop runs
+  in the calling thread instead (:func:`loop_runs_here`: 2.2x the tokens/s at 64 slots, 1.6x at 256, the
+  same answers), the library's thread being the fallback for a version that moves the loop.
 """
 
 from __future__ import annotations
@@ -102,31 +106,131 @@ def stream_generate(model: Any, prompts: Sequence[Sequence[int]], budgets: Seque
                                                                                       longest, **config))
     out: dict[str, list[int]] = {}
     with contextlib.ExitStack() as stack:  # on the way out: stop the loop, free the cache, restore attention
+        stack.enter_context(_library_log_quiet())
         if attention == "per_request":
             stack.enter_context(per_request_attention(model))
         stack.callback(manager.destroy)
         manager.warmup()
         if variants is not None:  # (its masks go on the stack first: they come off after the loop has stopped)
             _mask_per_request(stack, model, manager, variants, adapters)
-        stack.callback(manager.stop, block=True)
-        manager.start()
+        here = loop_runs_here(manager)
+        if here:  # the loop runs in this thread below, once every request is queued
+            manager.background_thread_status.clear()
+        else:
+            stack.callback(manager.stop, block=True)
+            manager.start()
         for k, (ids, budget) in enumerate(zip(prompts, budgets)):
             manager.add_request(list(ids), request_id=str(k), max_new_tokens=int(budget))
-        while len(out) < len(prompts):
-            r = manager.get_result(timeout=timeout_s)
-            if r is None:
-                if not manager.is_running():
-                    raise StreamError(f"the continuous-batching loop stopped with {len(prompts) - len(out)} "
-                                      "requests unanswered")
-                continue
-            if not r.is_finished():
-                continue
+        results = _run_here(manager, len(prompts), on_done) if here else _collect(manager, len(prompts), on_done,
+                                                                                   timeout_s)
+        for r in results:
             if r.error:
                 raise StreamError(f"continuous batching failed a request: {' '.join(str(r.error).split())[:200]}")
             out[r.request_id] = list(r.generated_tokens)
+    if len(out) < len(prompts):
+        raise StreamError(f"the continuous-batching loop stopped with {len(prompts) - len(out)} requests unanswered")
+    return [out[str(k)] for k in range(len(prompts))]
+
+
+@contextlib.contextmanager
+def _library_log_quiet() -> Any:
+    """Within the block, the continuous-batching logger (``ContinuousBatchingLogger``, a plain ``logging``
+    logger) says nothing below CRITICAL: it logs a failed loop's whole traceback at ERROR (and a warning
+    for each stream without an EOS id), where the failure already reaches the caller as a
+    :class:`StreamError` with the library's message, and the user must see one line, not a traceback."""
+    import logging
+
+    log = logging.getLogger("ContinuousBatchingLogger")
+    before = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        log.setLevel(before)
+
+
+def loop_runs_here(manager: Any) -> bool:
+    """Whether this transformers version lets :func:`stream_generate` run the manager's generation loop in
+    the calling thread (the loop method and its stop status are where 5.16-5.19 keep them).
+
+    Why not in the library's own thread (``manager.start()``): torch's CPU kernels run on GNU OpenMP, which
+    keeps one team of worker threads per thread that has used it. Once the calling thread has run a model
+    (loading, the warm-up) and the loop runs in a second thread, two teams share the cores; with more
+    OpenMP threads than CPUs libgomp spins 100 times instead of 300,000 before a waiting thread sleeps
+    (libgomp manual, ``GOMP_SPINCOUNT``), so every one of a step's hundreds of small kernels waits for its
+    workers to wake. Measured on the
+    2-core CPU (SmolLM2-135M, bf16, 64 chat prompts of 64 forced tokens, benchmarks/RESULTS.md): plain
+    ``model.generate`` 354 tok/s in the main thread and 222 in a second one; a stream at 64 slots
+    202 tok/s with the library's thread and 449 in the calling thread, 354 against 563 at 256 slots,
+    the same answers token for token."""
+    status = getattr(manager, "background_thread_status", None)
+    return (callable(getattr(manager, "_run_generation_loop", None)) and hasattr(status, "request_stop")
+            and hasattr(status, "FLUSH_AND_STOP") and hasattr(status, "clear")
+            and hasattr(getattr(manager, "distributed_helper", None), "global_rank"))
+
+
+def _run_here(manager: Any, n: int, on_done: Callable[[int], None] | None) -> list[Any]:
+    """Run ``manager``'s generation loop in this thread until its ``n`` queued requests have ended (the
+    library's flush-and-stop: the loop ends once nothing is pending) and return their finished results. A
+    helper thread that runs no torch code collects the results as they come, for ``on_done`` (a progress
+    bar); the library's own failures come back as results with ``error`` set, as from its thread."""
+    import threading
+
+    results: list[Any] = []
+    finished = threading.Event()
+    failed: list[BaseException] = []
+
+    def collect() -> None:
+        try:
+            while len(results) < n:
+                r = manager.get_result(timeout=0.5)
+                if r is None:  # (with no library thread, an empty queue answers at once)
+                    if finished.is_set():
+                        return
+                    finished.wait(0.2)  # (the loop's end wakes it at once)
+                elif r.is_finished():
+                    results.append(r)
+                    if on_done is not None:
+                        on_done(1)
+        except BaseException as e:  # (a progress bar's own error: raised in the caller's thread below)
+            failed.append(e)
+
+    status = manager.background_thread_status
+    status.request_stop(status.FLUSH_AND_STOP, manager.distributed_helper.global_rank)
+    collector = threading.Thread(target=collect, name="auditor-stream-results", daemon=True)
+    collector.start()
+    try:
+        manager._run_generation_loop()  # the library's loop, as its thread would run it
+    finally:
+        finished.set()
+        collector.join()
+        original = getattr(manager, "_original_attn_impl", None)  # what manager.stop() restores
+        if original is not None:
+            manager.model.set_attn_implementation(original)
+            manager._original_attn_impl = None
+    if failed:
+        raise failed[0]
+    return results
+
+
+def _collect(manager: Any, n: int, on_done: Callable[[int], None] | None, timeout_s: float) -> list[Any]:
+    """The finished results of ``n`` requests from the library's own generation thread (``manager.start()``).
+
+    Raises:
+        StreamError: the loop stopped before every request ended.
+    """
+    results: list[Any] = []
+    while len(results) < n:
+        r = manager.get_result(timeout=timeout_s)
+        if r is None:
+            if not manager.is_running():
+                raise StreamError(f"the continuous-batching loop stopped with {n - len(results)} requests unanswered")
+            continue
+        if r.is_finished():
+            results.append(r)
             if on_done is not None:
                 on_done(1)
-    return [out[str(k)] for k in range(len(prompts))]
+    return results
 
 
 def _mask_per_request(stack: contextlib.ExitStack, model: Any, manager: Any, variants: Sequence[str],
