@@ -13,7 +13,8 @@ in one batched call over their own keys, padded to the longest of them, and each
 own with the bottom-right causal mask the library builds. It is registered with transformers'
 ``AttentionInterface`` (the library's extension point for attention functions) and switched on for
 one stream by :func:`per_request_attention`; the library's scheduler, paged cache and its index
-updates are untouched (``cache.update`` is called exactly as the library's ``sdpa`` function calls it).
+updates are untouched (``cache.update`` writes each step's keys as for the library's ``sdpa`` function; the
+keys are then read from the cache's pages once, :func:`_write_and_read`, not from its packed read-back).
 
 A model with sliding-window layers (Gemma 3, Mistral with ``sliding_window``) or attention sinks keeps
 the library's attention for the whole stream (:func:`per_request_supported`): transformers builds the
@@ -57,8 +58,8 @@ def varlen_sdpa_attention(module: Any, query: Any, key: Any, value: Any, attenti
     Args:
         module: the attention layer (``layer_idx``, ``num_key_value_groups``).
         query: ``[1, heads, q_tokens, head_dim]``, every request's new tokens packed (``cu_seq_lens_q``).
-        key, value: ``[1, kv_heads, q_tokens, head_dim]``; the paged cache turns them into every
-            request's whole context, packed (``cu_seq_lens_k``).
+        key, value: ``[1, kv_heads, q_tokens, head_dim]``, the step's new keys and values: written to the
+            paged cache, from which every request's whole context (``cu_seq_lens_k``) is read.
         attention_mask: the library's dense block-diagonal mask, not used here (it is the same
             causal pattern, request by request).
         scaling: the softmax scale.
@@ -145,12 +146,14 @@ def _write_and_read(cache: Any, key: Any, value: Any, layer_idx: int,
         ``[n, kv_heads · head_dim]`` tensors; ``from_cache`` False where no request reads the cache this step
         (whole prompts only, one-token prompts among them: ``key`` and ``value`` are then the new ones,
         ``cu_seq_lens_k`` equal to ``cu_seq_lens_q``, and ``gather`` reads them); ``key``, ``value`` as given,
-        or the library's read-back where this transformers version lacks the pieces above.
+        or the library's read-back where this transformers version lacks the pieces above or the layer is
+        not a full-attention one.
     """
     allocator = (getattr(cache, "layer_to_allocator", None) or {}).get(layer_idx)
     reads = kwargs.get("read_index")
     pages = getattr(allocator, "get_cache_for_block_table", None)
-    if allocator is None or pages is None or not isinstance(reads, list) or kwargs.get("block_table") is not None:
+    if (allocator is None or pages is None or not isinstance(reads, list) or kwargs.get("block_table") is not None
+            or getattr(allocator, "layer_type", None) != "full_attention"):  # (a sliding window's pages are a ring)
         key, value = cache.update(key_states=key, value_states=value, layer_idx=layer_idx, kwargs=kwargs)
         return _rows_of(key, value), True, key, value
     read = reads[allocator.index]

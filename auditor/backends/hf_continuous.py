@@ -44,7 +44,7 @@ class HFStreams(CachedBackend):
                 scope = contextlib.nullcontext()
                 if variant != "base":
                     self.model.set_adapter(variant)
-            with scope:  # (not inference_mode: the library's loop thread writes the tensors warmup makes)
+            with scope:  # (not inference_mode: the library's loop writes tensors warmup made outside it)
                 slots, tokens = self._stream(p, [(it, variant) for it in items], config, advance)
             self.streams.append({"variant": variant, "requests": len(items), "slots": slots,
                                  "new_tokens": tokens})  # (durations are run.timings': results repeat byte for byte)

@@ -79,7 +79,8 @@ def stream_generate(model: Any, prompts: Sequence[Sequence[int]], budgets: Seque
         slots: requests decoded at once (``max_requests_per_batch``).
         generation_config: greedy settings and the EOS ids (``do_sample=False``).
         on_done: called with 1 each time a request ends (a progress bar).
-        timeout_s: how long one wait for a result lasts before the loop is checked for life.
+        timeout_s: with the library's own thread (:func:`loop_runs_here` False), how long one wait for a
+            result lasts before the loop is checked for life.
         attention: ``"per_request"`` (:mod:`auditor.backends.hf_attention`: each request attends over its own
             keys) or ``"library"`` (transformers' ``sdpa`` over the step's dense block-diagonal mask).
         variants: a mixed stream: each prompt's variant (``"base"`` or an adapter's name of the ``PeftModel``):
@@ -172,8 +173,9 @@ def loop_runs_here(manager: Any) -> bool:
 def _run_here(manager: Any, n: int, on_done: Callable[[int], None] | None) -> list[Any]:
     """Run ``manager``'s generation loop in this thread until its ``n`` queued requests have ended (the
     library's flush-and-stop: the loop ends once nothing is pending) and return their finished results. A
-    helper thread that runs no torch code collects the results as they come, for ``on_done`` (a progress
-    bar); the library's own failures come back as results with ``error`` set, as from its thread."""
+    helper thread collects the results as they come, for ``on_done`` (a progress bar: it should run no
+    torch code, or it would bring a second OpenMP team back); the library's own failures come back as
+    results with ``error`` set, as from its thread."""
     import threading
 
     results: list[Any] = []
@@ -183,9 +185,10 @@ def _run_here(manager: Any, n: int, on_done: Callable[[int], None] | None) -> li
     def collect() -> None:
         try:
             while len(results) < n:
+                ended = finished.is_set()  # (read before the queue: once the loop has ended, every result is in it)
                 r = manager.get_result(timeout=0.5)
                 if r is None:  # (with no library thread, an empty queue answers at once)
-                    if finished.is_set():
+                    if ended:
                         return
                     finished.wait(0.2)  # (the loop's end wakes it at once)
                 elif r.is_finished():
@@ -202,12 +205,14 @@ def _run_here(manager: Any, n: int, on_done: Callable[[int], None] | None) -> li
     try:
         manager._run_generation_loop()  # the library's loop, as its thread would run it
     finally:
-        finished.set()
-        collector.join()
-        original = getattr(manager, "_original_attn_impl", None)  # what manager.stop() restores
-        if original is not None:
-            manager.model.set_attn_implementation(original)
-            manager._original_attn_impl = None
+        try:
+            finished.set()
+            collector.join()
+        finally:
+            original = getattr(manager, "_original_attn_impl", None)  # what manager.stop() restores
+            if original is not None:
+                manager.model.set_attn_implementation(original)
+                manager._original_attn_impl = None
     if failed:
         raise failed[0]
     return results
