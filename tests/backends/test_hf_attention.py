@@ -109,9 +109,10 @@ def test_a_decoding_requests_padded_width_is_its_own_length_rounded_up_whoever_d
 @pytest.mark.parametrize("max_batch_tokens", [1024, 40])
 def test_keys_read_straight_from_the_cache_pages_give_the_read_backs_bf16_answers_bit_for_bit(
         model, max_batch_tokens, monkeypatch):
-    """The keys are gathered from the paged cache through ``read_index`` instead of from the library's
-    read-back copy: the same values in the same layout, so even bf16 answers (which move with any change
-    of rounding) are the read-back's token for token; and the direct path is the one taken."""
+    """The keys are gathered from the paged cache through ``read_index`` (a decoding request's a page at a
+    time) instead of from the library's read-back copy: the same values in the same layout, so even bf16
+    answers (which move with any change of rounding) are the read-back's token for token; and the direct
+    path is the one taken."""
     import copy
     import types
 
@@ -137,15 +138,19 @@ def test_keys_read_straight_from_the_cache_pages_give_the_read_backs_bf16_answer
     pages = FullAttentionCacheAllocator.get_cache_for_block_table
     monkeypatch.setattr(FullAttentionCacheAllocator, "get_cache_for_block_table",
                         lambda self, layer_idx: reads.append(layer_idx) or pages(self, layer_idx))
+    by_token = []  # decoding keys gathered a token at a time (the read-back's way), not a page at a time
+    spans = hf_attention._Rows.spans
+    monkeypatch.setattr(hf_attention._Rows, "spans", lambda self, *a: by_token.append(1) or spans(self, *a))
     direct = stream_generate(m16, prompts, budgets, **kw)
     assert len(reads) >= m16.config.num_hidden_layers * max(budgets)  # every decoding step, every layer
+    assert not by_token
 
     original = hf_attention._write_and_read
     monkeypatch.setattr(hf_attention, "_write_and_read", lambda cache, *a: original(
         types.SimpleNamespace(update=cache.update), *a))  # no allocators in sight: the library's read-back
     reads.clear()
     read_back = stream_generate(m16, prompts, budgets, **kw)
-    assert not reads
+    assert not reads and by_token
     assert direct == read_back
     assert [len(a) for a in direct] == budgets  # no EOS: every step of every request compared
 
