@@ -31,6 +31,7 @@ from .hf_peft import base_vocabulary_only as _base_vocabulary_only
 from .hf_peft import drop_adapter_names_hooks as _drop_adapter_names_hooks
 from .hf_peft import holds_dora as _holds_dora
 from .hf_peft import shared_vocab_resize
+from .hf_stream import MIXED_PREFIX
 
 if TYPE_CHECKING:
     from ..options import AuditOptions
@@ -205,7 +206,9 @@ class HFBackend(HFStreams):
         # (and the attention path: per request answers in bf16 differ from the library's dense-mask sdpa)
         if self.batching != "continuous":
             return out
-        return out | {"batching": "continuous", "attention": self.attention}
+        out |= {"batching": "continuous", "attention": self.attention}
+        # (a mixed stream's prompts share their own variant's prefix pages: bf16 answers differ from unshared)
+        return out | {"mixed_prefix": MIXED_PREFIX} if self.mix_variants else out
 
     def run_info(self, variant: str) -> dict[str, Any]:
         """What results.json records of the engine (``run.hf``): the batching path and the requests decoded at

@@ -12,7 +12,9 @@ What was found on transformers 5.19 (2-core CPU, SmolLM2-135M, 96 chat prompts; 
 * a ``PeftModel`` works with one adapter active, and the base with ``disable_adapter()`` around the
   stream; peft's mixed-adapter rows (``adapter_names``) do not (every request of a step is packed into
   one row), so a mixed stream (``variants``) masks each LoRA update per token instead
-  (:func:`auditor.backends.hf_peft.token_masked_adapters`: fp32 answers identical to one stream per variant);
+  (:func:`auditor.backends.hf_peft.token_masked_adapters`: fp32 answers identical to one stream per variant),
+  and shares prompt pages between requests of one variant only (:func:`_share_prefix_per_variant`: 2.0-2.4x
+  the speed of no sharing on 5-shot GSM8K prompts, 1.02x on the zero-shot smoke suite);
 * on the CPU the cache is sized from the machine's whole memory unless told otherwise (10 GiB of KV cache
   and a 7.6 GiB mask here), so :func:`stream_config` always sizes it from the requests;
 * attention: the library's ``sdpa`` runs over a dense block-diagonal mask of every request in the step
@@ -86,8 +88,9 @@ def stream_generate(model: Any, prompts: Sequence[Sequence[int]], budgets: Seque
         variants: a mixed stream: each prompt's variant (``"base"`` or an adapter's name of the ``PeftModel``):
             every adapter is active and each token gets its own request's LoRA update only
             (:func:`auditor.backends.hf_peft.token_masked_adapters`), the masks set before each forward from
-            the requests the library packed into it; prefix sharing is off (two variants' keys of the
-            same prompt differ). None: one variant, as the model stands.
+            the requests the library packed into it; prefix pages are shared between requests of one
+            variant only (:func:`_share_prefix_per_variant`: two variants' keys of the same prompt differ).
+            None: one variant, as the model stands.
 
     Returns:
         Each prompt's new tokens, in the order given, EOS included where it was generated.
@@ -100,8 +103,6 @@ def stream_generate(model: Any, prompts: Sequence[Sequence[int]], budgets: Seque
         return []
     longest = max(len(p) + b for p, b in zip(prompts, budgets))
     adapters = sorted({v for v in variants or () if v != "base"})
-    if variants is not None:
-        config["share_prefix"] = False
     manager = model.init_continuous_batching(generation_config=generation_config,
                                              continuous_batching_config=stream_config(min(slots, len(prompts)),
                                                                                       longest, **config))
@@ -114,6 +115,7 @@ def stream_generate(model: Any, prompts: Sequence[Sequence[int]], budgets: Seque
         manager.warmup()
         if variants is not None:  # (its masks go on the stack first: they come off after the loop has stopped)
             _mask_per_request(stack, model, manager, variants, adapters)
+            _share_prefix_per_variant(manager, variants)
         here = loop_runs_here(manager)
         if here:  # the loop runs in this thread below, once every request is queued
             manager.background_thread_status.clear()
@@ -267,3 +269,44 @@ def _mask_per_request(stack: contextlib.ExitStack, model: Any, manager: Any, var
             masks[name] = (per_token == k).to(dtype)[None, :, None]
 
     stack.callback(model.get_base_model().register_forward_pre_hook(set_masks, with_kwargs=True).remove)
+
+
+#: how a mixed stream shares prompt pages, as cache keys name it (``mixed_prefix``): per variant
+MIXED_PREFIX = "per_variant/1"
+#: a mixed stream's page hashes see each token id plus its request's variant number times this (above any
+#: vocabulary), so pages of one prompt under two variants never hash alike
+_VARIANT_STRIDE = 1 << 24
+
+
+def _share_prefix_per_variant(manager: Any, variants: Sequence[str]) -> None:
+    """Let a mixed stream's requests share prompt pages with requests of their own variant only.
+
+    The library hashes a full page from its token ids and its parent page's hash
+    (``compute_block_hash``), so a prompt asked of the base and of an adapter would share pages whose
+    keys and values differ. Here the ids the hashes see (``search_prefix_match`` for a new prompt,
+    each allocator's ``mark_complete_blocks`` for pages a forward completed) are offset by the
+    request's variant number times :data:`_VARIANT_STRIDE`; the model's inputs are not touched.
+
+    Raises:
+        MixedStreamUnsupported: this version of the library keeps those methods elsewhere (the variants
+            are then streamed one after another, each sharing its own pages).
+    """
+    cache: Any = getattr(getattr(manager, "batch_processor", None), "cache", None)
+    allocators = getattr(cache, "cache_allocators", None)
+    if (not callable(getattr(cache, "search_prefix_match", None)) or not isinstance(allocators, dict)
+            or not all(callable(getattr(a, "mark_complete_blocks", None)) for a in allocators.values())):
+        raise MixedStreamUnsupported("transformers' continuous batching does not keep its page hashes where "
+                                     "a mixed stream can key them by variant here")
+    number = {v: k for k, v in enumerate(dict.fromkeys(["base", *variants]))}
+    offset = [number[v] * _VARIANT_STRIDE for v in variants]
+
+    def keyed(request_id: str, ids: Sequence[int]) -> list[int]:
+        k = offset[int(request_id)]
+        return [t + k for t in ids] if k else list(ids)
+
+    search = cache.search_prefix_match
+    cache.search_prefix_match = lambda request_id, ids: search(request_id, keyed(request_id, ids))
+    for allocator in allocators.values():
+        mark = allocator.mark_complete_blocks
+        allocator.mark_complete_blocks = (lambda request_id, ids, n, mark=mark:
+                                          mark(request_id, keyed(request_id, ids), n))

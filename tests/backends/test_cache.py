@@ -296,11 +296,19 @@ def test_continuous_batching_gives_static_generate_s_answers_in_fp32(base_model)
     assert streams.settings()["batching"] == "continuous" and "batching" not in static.settings()
 
 
-def test_one_mixed_stream_gives_each_variant_its_own_answers_in_fp32(base_model):
+def test_one_mixed_stream_gives_each_variant_its_own_answers_in_fp32(base_model, monkeypatch):
     """The base and two adapters in one continuous-batching stream (every adapter active, each token's
     LoRA update masked to its own request's adapter) against one stream per variant: the same greedy
     fp32 answers, with the two adapters' requests decoded in the same steps as the base's; the
-    adapters' answers differ from the base's (so a mask that let no update through would fail)."""
+    adapters' answers differ from the base's (so a mask that let no update through would fail). Each
+    question is asked twice per variant, and the second asking shares the first's prompt pages (of its
+    own variant only: a page shared across variants gives an adapter the base's keys, and other answers)."""
+    from transformers.generation.continuous_batching.cache import PagedAttentionCache
+
+    shared = []
+    search = PagedAttentionCache.search_prefix_match
+    monkeypatch.setattr(PagedAttentionCache, "search_prefix_match",
+                        lambda self, *a: shared.append(search(self, *a)) or shared[-1])
     items = _items(6, budget=12)
     kw = {"batch_size": 8, "batching": "continuous", "more": {"math": MATH}}
     apart = _backend(base_model, TERSE, GenerationCache(None), mix_variants=False, **kw)
@@ -310,7 +318,9 @@ def test_one_mixed_stream_gives_each_variant_its_own_answers_in_fp32(base_model)
         gens = backend.generate([Request(item=i, variant=v) for i in items for v in ("base", "adapter", "math")])
         return {(g.item_id, g.variant): g.text for g in gens}
 
-    one, each = run(mixed), run(apart)
+    one = run(mixed)
+    assert sum(n > 0 for n in shared) >= 9  # the second asking of 3 questions under 3 variants
+    each = run(apart)
     assert one == each
     assert any(one[(i.id, "adapter")] != one[(i.id, "base")] for i in items)
     assert any(one[(i.id, "math")] != one[(i.id, "base")] for i in items)
