@@ -143,7 +143,8 @@ def _write_and_read(cache: Any, key: Any, value: Any, layer_idx: int,
         ``(gather, from_cache, key, value)``: ``gather(positions)`` gives the keys and values at packed key
         positions (a LongTensor of positions in ``cu_seq_lens_k``'s numbering) as two
         ``[n, kv_heads · head_dim]`` tensors, ``gather.spans`` decoding requests' keys padded to a width
-        (:class:`_PagedRows`: a page at a time, 1.03x the demo's generation, the same bits); ``from_cache`` False where no request reads the cache this step
+        (:class:`_PagedRows`: a page at a time, 1.03x the demo's generation, the same answers bit for bit);
+        ``from_cache`` False where no request reads the cache this step
         (whole prompts only, one-token prompts among them: ``key`` and ``value`` are then the new ones,
         ``cu_seq_lens_k`` equal to ``cu_seq_lens_q``, and ``gather`` reads them); ``key``, ``value`` as given,
         or the library's read-back where this transformers version lacks the pieces above or the layer is
@@ -181,8 +182,8 @@ class _Rows:
 
     def spans(self, starts: Any, lens: Any, width: int, end: int) -> tuple[Any, Any]:
         """Requests' keys and values padded to ``width`` each: request r's are the packed positions
-        ``starts[r]`` … ``starts[r] + lens[r] - 1``, its padding a copy of a real key (finite, and masked
-        out by the caller); ``end`` is the packed length. Two ``[requests · width, kv_heads · head_dim]``."""
+        ``starts[r]`` … ``starts[r] + lens[r] - 1``, its padding copies of the last packed key (finite, and
+        masked out by the caller); ``end`` is the packed length. Two ``[requests · width, kv_heads · head_dim]``."""
         import torch
 
         return self((starts[:, None] + torch.arange(width)).clamp_(max=end - 1).view(-1))
@@ -191,7 +192,7 @@ class _Rows:
 class _PagedRows(_Rows):
     """``gather`` straight from a layer's paged cache (``read``: each packed position's row in it): a
     token at a time, or for :meth:`spans` a page at a time (one index per 16 tokens instead of one per
-    token: the same bytes, the same values where the caller reads them)."""
+    token: the same values wherever the caller's mask keeps them)."""
 
     def __init__(self, read: Any, k_pages: Any, v_pages: Any) -> None:  # pages: [pages, page_size, kv_heads, head_dim]
         self.read, self.page = read, k_pages.shape[1]
@@ -203,14 +204,23 @@ class _PagedRows(_Rows):
         return self.rows[0].index_select(0, slots), self.rows[1].index_select(0, slots)
 
     def spans(self, starts: Any, lens: Any, width: int, end: int) -> tuple[Any, Any]:
+        """As :meth:`_Rows.spans`, whole pages: request r's pages in its block-table order, its last page
+        repeated up to ``width`` (which must be a whole number of pages, else a token at a time). The
+        padding is what those pages hold past the request's length: rows not yet written (zeros, or a
+        freed request's keys, finite either way) and the repeated page's keys, all masked out by the
+        caller. A layout whose pages do not hold consecutive positions on consecutive rows (each page's
+        first position on a page boundary, each request's last key where its page start says) is
+        gathered a token at a time."""
         import torch
 
         if width % self.page:
             return super().spans(starts, lens, width, end)
-        # each request's page starts, its last page repeated as padding (finite keys the mask leaves out)
-        nth = torch.minimum(torch.arange(width // self.page)[None, :], ((lens - 1) // self.page)[:, None])
+        pages = width // self.page
+        nth = torch.minimum(torch.arange(pages)[None, :], ((lens - 1) // self.page)[:, None])
         first = self.read.index_select(0, (starts[:, None] + nth * self.page).view(-1))
-        if bool((first % self.page).any()):  # (a layout whose pages do not start on page rows)
+        last = self.read.index_select(0, starts + lens - 1)
+        in_last_page = first.view(-1, pages).gather(1, ((lens - 1) // self.page)[:, None])[:, 0]
+        if bool((first % self.page).any()) or not bool((last == in_last_page + (lens - 1) % self.page).all()):
             return super().spans(starts, lens, width, end)
         at = first // self.page
         k, v = (t.index_select(0, at).view(-1, self.rows[0].shape[1]) for t in self.pages)

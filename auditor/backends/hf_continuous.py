@@ -76,8 +76,9 @@ class HFStreams(CachedBackend):
         """Every variant's missing requests in one stream (:func:`auditor.backends.hf_stream.stream_generate`
         with ``variants``: per-token LoRA masks), where more than one variant has any and the adapters allow
         it (``mix_variants``, one tokenizer for all, :func:`auditor.backends.hf_peft.stream_mix_refusal`);
-        False (nothing generated) otherwise, or when the library cannot say which requests a step packs, and
-        from then on the variants are streamed one after another.
+        False (nothing generated) otherwise, or when the library cannot say which requests a step packs or
+        key its page hashes by variant (``MixedStreamUnsupported``), and from then on the variants are
+        streamed one after another.
 
         One stream instead of one per variant: the slots stay full while the first variant's longest
         answers end, and a round's few items per variant decode together (fp32 answers token-identical

@@ -63,8 +63,9 @@ class StreamError(RuntimeError):
 
 
 class MixedStreamUnsupported(RuntimeError):
-    """This transformers version does not say which requests a step packs (a mixed stream needs it):
-    stream the variants one after another."""
+    """A mixed stream cannot run here: this transformers version does not say which requests a step packs,
+    or keeps its page hashes where they cannot be keyed by variant, or the variants or the vocabulary are
+    too many for that key: stream the variants one after another."""
 
 
 def stream_generate(model: Any, prompts: Sequence[Sequence[int]], budgets: Sequence[int], *, slots: int,
@@ -97,7 +98,8 @@ def stream_generate(model: Any, prompts: Sequence[Sequence[int]], budgets: Seque
 
     Raises:
         StreamError: the library failed a request or its loop stopped before every request ended.
-        MixedStreamUnsupported: ``variants`` given, and the library does not expose the step's requests.
+        MixedStreamUnsupported: ``variants`` given, and the library does not expose the step's requests
+            or its page hashes (:func:`_share_prefix_per_variant`).
     """
     if not prompts:
         return []
@@ -288,8 +290,9 @@ def _share_prefix_per_variant(manager: Any, variants: Sequence[str]) -> None:
     request's variant number times :data:`_VARIANT_STRIDE`; the model's inputs are not touched.
 
     Raises:
-        MixedStreamUnsupported: this version of the library keeps those methods elsewhere (the variants
-            are then streamed one after another, each sharing its own pages).
+        MixedStreamUnsupported: this version of the library keeps those methods elsewhere, or the ids
+            would not fit the hash's 32-bit packing (a vocabulary of 2**24 ids or more, over 128
+            variants): the variants are then streamed one after another, each sharing its own pages.
     """
     cache: Any = getattr(getattr(manager, "batch_processor", None), "cache", None)
     allocators = getattr(cache, "cache_allocators", None)
@@ -298,6 +301,10 @@ def _share_prefix_per_variant(manager: Any, variants: Sequence[str]) -> None:
         raise MixedStreamUnsupported("transformers' continuous batching does not keep its page hashes where "
                                      "a mixed stream can key them by variant here")
     number = {v: k for k, v in enumerate(dict.fromkeys(["base", *variants]))}
+    vocab = int(getattr(getattr(getattr(manager, "model", None), "config", None), "vocab_size", 0) or 0)
+    if vocab >= _VARIANT_STRIDE or len(number) > 2**31 // _VARIANT_STRIDE:  # (array("i") packs the ids)
+        raise MixedStreamUnsupported(f"{len(number)} variants over a vocabulary of {vocab} ids do not fit the "
+                                     "page hashes' 32-bit ids")
     offset = [number[v] * _VARIANT_STRIDE for v in variants]
 
     def keyed(request_id: str, ids: Sequence[int]) -> list[int]:

@@ -305,10 +305,15 @@ def test_one_mixed_stream_gives_each_variant_its_own_answers_in_fp32(base_model,
     own variant only: a page shared across variants gives an adapter the base's keys, and other answers)."""
     from transformers.generation.continuous_batching.cache import PagedAttentionCache
 
-    shared = []
+    shared, offsets = [], {}  # tokens matched a search; request id -> the offset its hashed ids carried
     search = PagedAttentionCache.search_prefix_match
-    monkeypatch.setattr(PagedAttentionCache, "search_prefix_match",
-                        lambda self, *a: shared.append(search(self, *a)) or shared[-1])
+
+    def searched(self, request_id, ids):
+        offsets[int(request_id)] = min(ids) >> 24  # (token ids are below 2**24)
+        shared.append(search(self, request_id, ids))
+        return shared[-1]
+
+    monkeypatch.setattr(PagedAttentionCache, "search_prefix_match", searched)
     items = _items(6, budget=12)
     kw = {"batch_size": 8, "batching": "continuous", "more": {"math": MATH}}
     apart = _backend(base_model, TERSE, GenerationCache(None), mix_variants=False, **kw)
@@ -319,7 +324,10 @@ def test_one_mixed_stream_gives_each_variant_its_own_answers_in_fp32(base_model,
         return {(g.item_id, g.variant): g.text for g in gens}
 
     one = run(mixed)
-    assert sum(n > 0 for n in shared) >= 9  # the second asking of 3 questions under 3 variants
+    # the stream's requests: 6 base, 6 adapter, 6 math; each variant's page hashes see its own ids
+    assert offsets == {k: k // 6 for k in range(18)}
+    # and the second asking of a question shares more than the system prompt's first page
+    assert sum(n > 0 for n in shared) >= 9 and max(shared) >= 32
     each = run(apart)
     assert one == each
     assert any(one[(i.id, "adapter")] != one[(i.id, "base")] for i in items)

@@ -171,3 +171,33 @@ def test_a_one_token_prompt_in_a_step_of_whole_prompts_decodes_from_its_own_keys
     ours = stream_generate(m, prompts, [6, 6, 6], attention="per_request", **kw)
     assert ours == stream_generate(m, prompts, [6, 6, 6], attention="library", **kw)
     assert [len(a) for a in ours] == [6, 6, 6]
+
+
+def test_a_page_at_a_time_gathers_the_token_gathers_keys_and_falls_back_where_pages_are_not_whole():
+    """``_PagedRows.spans`` (whole pages) against the token-by-token gather on a cache laid out as the
+    library's (a shared first block, lengths 1, 16, 17, 33 and 64, blocks out of order): the same keys and
+    values at every kept position; a width that is not whole pages, and a layout whose pages do not start
+    on page rows, are gathered a token at a time (exactly the token gather's tensors)."""
+    import torch
+
+    from auditor.backends.hf_attention import _PagedRows
+
+    torch.manual_seed(0)
+    page, kv, hd, width = 16, 3, 4, 64
+    k_pages, v_pages = torch.randn(20, page, kv, hd), torch.randn(20, page, kv, hd)
+    tables = [[7], [7], [7, 2], [7, 11, 4], [9, 0, 13, 5]]  # (block 7 shared by the first four requests)
+    lens = torch.tensor([1, 16, 17, 33, 64])
+    read = torch.tensor([tables[r][t // page] * page + t % page for r in range(5) for t in range(int(lens[r]))])
+    starts = torch.cumsum(torch.cat([torch.zeros(1, dtype=torch.long), lens[:-1]]), 0)
+    rows = _PagedRows(read, k_pages, v_pages)
+    by_token = super(_PagedRows, rows).spans(starts, lens, width, len(read))
+    by_page = rows.spans(starts, lens, width, len(read))
+    keep = (torch.arange(width)[None, :] < lens[:, None]).view(-1)
+    for a, b in zip(by_page, by_token):
+        assert a.shape == b.shape == (5 * width, kv * hd)
+        assert torch.equal(a[keep], b[keep])
+    for w in (24, width):  # a width of one and a half pages; a layout one row off the page boundary
+        shifted = _PagedRows(read + (w == width), k_pages, v_pages)
+        for a, b in zip(shifted.spans(starts, lens, w, len(read)),
+                        super(_PagedRows, shifted).spans(starts, lens, w, len(read))):
+            assert torch.equal(a, b)
