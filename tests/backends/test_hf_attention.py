@@ -141,9 +141,15 @@ def test_keys_read_straight_from_the_cache_pages_give_the_read_backs_bf16_answer
     by_token = []  # decoding keys gathered a token at a time (the read-back's way), not a page at a time
     spans = hf_attention._Rows.spans
     monkeypatch.setattr(hf_attention._Rows, "spans", lambda self, *a: by_token.append(1) or spans(self, *a))
+    plans, forwards = [], []  # a step is planned once, at its first layer, for every layer
+    plan = hf_attention._plan
+    monkeypatch.setattr(hf_attention, "_plan", lambda *a: plans.append(1) or plan(*a))
+    hook = m16.register_forward_pre_hook(lambda *_: forwards.append(1))
     direct = stream_generate(m16, prompts, budgets, **kw)
+    hook.remove()
     assert len(reads) >= m16.config.num_hidden_layers * max(budgets)  # every decoding step, every layer
     assert not by_token
+    assert len(plans) == len(forwards) >= max(budgets)
 
     original = hf_attention._write_and_read
     monkeypatch.setattr(hf_attention, "_write_and_read", lambda cache, *a: original(
