@@ -121,6 +121,8 @@ def varlen_sdpa_attention(module: Any, query: Any, key: Any, value: Any, attenti
 
 
 #: the plan of the forward under way, made at its first layer (:func:`_plan`) and read by every layer after it
+#: (one stream's loop runs at a time in a process: :func:`auditor.backends.hf_stream.stream_generate` returns
+#: only once its loop has ended)
 _STEP: dict[str, Any] = {}
 
 
