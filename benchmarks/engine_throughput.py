@@ -88,16 +88,25 @@ def _params(model: Any) -> tuple[int, int]:
     return per_token, nbytes
 
 
-def raw_sweep(base_path: Path, dtype: str, prompts: list[str]) -> dict[int, dict[str, float]]:
-    """Static ``generate`` of the base at each batch size of :data:`SWEEP`, :data:`FORCED` forced tokens."""
+def load_base(base_path: Path, dtype: str) -> tuple[Any, Any]:
+    """The base's tokenizer and model in ``dtype`` (a torch dtype name), in eval mode, its weights copied
+    out of the memory-mapped file as the audit loads them."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(str(base_path))
-    tok.padding_side = "left"
     model = AutoModelForCausalLM.from_pretrained(str(base_path), dtype=getattr(torch, dtype)).eval()
-    for p in model.parameters():  # as the audit loads it: out of the memory-mapped file
+    for p in model.parameters():
         p.data = p.data.clone()
+    return tok, model
+
+
+def raw_sweep(base_path: Path, dtype: str, prompts: list[str]) -> dict[int, dict[str, float]]:
+    """Static ``generate`` of the base at each batch size of :data:`SWEEP`, :data:`FORCED` forced tokens."""
+    import torch
+
+    tok, model = load_base(base_path, dtype)
+    tok.padding_side = "left"
     out = {}
     kw = dict(do_sample=False, temperature=None, top_p=None, top_k=None, pad_token_id=tok.pad_token_id)
     with torch.inference_mode():

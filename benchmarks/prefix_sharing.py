@@ -32,9 +32,10 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2)
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
-    import torch
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from engine_throughput import load_base  # noqa: E402  (benchmarks/, the script's own folder)
     from peft import PeftModel
-    from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+    from transformers import GenerationConfig
 
     from auditor.backends.hardware import choose_dtype
     from auditor.backends.hf_stream import stream_generate
@@ -45,10 +46,7 @@ def main() -> None:
     questions = rows[args.shots:args.shots + args.n]
     base = resolve_base(None)
     dtype, _ = choose_dtype("auto", "hf", gpu=False)
-    tok = AutoTokenizer.from_pretrained(str(base.path))
-    model = AutoModelForCausalLM.from_pretrained(str(base.path), dtype=getattr(torch, dtype)).eval()
-    for p in model.parameters():  # as the audit loads it: out of the memory-mapped file
-        p.data = p.data.clone()
+    tok, model = load_base(base.path, dtype)
     model = PeftModel.from_pretrained(model, str(ROOT / "examples" / "adapters" / "terse-instruct-r8"),
                                       adapter_name="adapter").eval()
     prompts = [list(tok.apply_chat_template([{"role": "user", "content": f"{shots}Question: {r['question']}\nAnswer:"}],
