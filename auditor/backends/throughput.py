@@ -7,11 +7,15 @@ request's cache (per request, :mod:`auditor.backends.hf_attention`; the library'
 them cost ∝ slots² × length), and the compute itself. Memory is not what bounds it here: the
 paged cache holds only the tokens of the requests in flight.
 
-The sweep decodes :data:`PROBE_TOKENS` forced tokens (EOS off) for ``slots`` prompts of
-:data:`PROBE_PROMPT_TOKENS` tokens, at slots 8, 16, 32, ... up to :data:`MAX_SLOTS`, stopping when a
-doubling adds less than :data:`RISE`; each point is timed twice, once with one new token (the prefill
-alone) and once with all of them, and the rate is of decoding (the difference): prefill is chunked by
-``max_batch_tokens`` whatever the slot count, so it says nothing about the slots. The choice is the
+The sweep is one stream (:func:`sweep`): :data:`MAX_SLOTS` prompts of :data:`PROBE_PROMPT_TOKENS`
+tokens, prefilled in one forward, then decoded with forced tokens (EOS off) whose budgets make a staircase:
+the stream decodes :data:`STEPS_PER_LEVEL` steps with every request, then half of them end, and so on down to
+:data:`SLOT_STEPS`' first count. A forward pre-hook stamps each step; a step in which every request of the
+stream decodes one token is timed from its start to the next step's (the library's scheduling and sampling
+included), and a count's rate is its steps' tokens over their time. Prefill says nothing about the slots (it
+is chunked by ``max_batch_tokens`` whatever their count), so it is left out. Until 2026-12-06 each count was a
+stream of its own, run twice (prefill alone, then with the forced tokens): 179 s on a 2-core AVX2 CPU in fp32,
+where the staircase takes about a third of that. The choice is the
 fewest slots within :data:`NEAR_BEST` of the best decoding tokens/s (fewer slots: less memory, the
 same speed). The result is kept under the cache folder,
 keyed by the model's shape (not its weights), the dtype, the device and the machine (CPU model, core
@@ -28,17 +32,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-#: the slot counts tried, in order (the sweep stops early once tokens/s stop rising)
+#: the slot counts measured (the staircase's levels, each half the one above)
 SLOT_STEPS = (8, 16, 32, 64, 128, 256)
 MAX_SLOTS = 256
-#: forced new tokens per request, and prompt length, of the probe
-PROBE_TOKENS = 24
+#: decoding steps timed at each slot count, and the probe's prompt length in tokens
+STEPS_PER_LEVEL = 8
 PROBE_PROMPT_TOKENS = 48
-#: a doubling of slots that raises tokens/s by less than this fraction ends the sweep
-RISE = 0.08
 #: the choice: the fewest slots whose tokens/s are within this fraction of the best
 NEAR_BEST = 0.05
-CACHE_FOLDER, CACHE_VERSION = "throughput", 4
+CACHE_FOLDER, CACHE_VERSION = "throughput", 5
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,32 +92,52 @@ def choose(tokens_per_s: dict[int, float]) -> int:
 
 
 def sweep(model: Any, vocab_size: int, limit: int = MAX_SLOTS) -> dict[int, float]:
-    """Tokens/s of forced decoding at each of :data:`SLOT_STEPS` up to ``limit``, stopping when a doubling
-    rises less than :data:`RISE` (see the module doc)."""
+    """Tokens/s of forced decoding at each of :data:`SLOT_STEPS` up to ``limit`` (slots → new tokens a
+    second), from one staircase stream (see the module doc; :func:`staircase` gives its timed steps)."""
+    levels = [n for n in SLOT_STEPS if n <= limit]
+    by: dict[int, list[float]] = {}
+    for requests, seconds in staircase(model, vocab_size, levels):
+        by.setdefault(requests, []).append(seconds)
+    return {n: round(n * len(by[n]) / max(1e-6, sum(by[n])), 1) for n in sorted(by) if n in levels}
+
+
+def staircase(model: Any, vocab_size: int, levels: list[int]) -> list[tuple[int, float]]:
+    """The timed steps of one staircase stream: ``max(levels)`` requests decode :data:`STEPS_PER_LEVEL`
+    steps at each count of ``levels``, largest first.
+
+    Returns:
+        ``(requests, seconds)`` for each step in which every request still in the stream decoded one token
+        (query tokens = requests), timed from its forward's start to the next forward's (the last step, with
+        no next, is left out).
+    """
     from transformers import GenerationConfig
 
-    from .hf_stream import stream_generate
+    from .hf_stream import MAX_BATCH_TOKENS, stream_generate
 
-    config = GenerationConfig(do_sample=False, eos_token_id=-1, pad_token_id=0, max_new_tokens=PROBE_TOKENS)
-    out: dict[int, float] = {}
-    previous = 0.0
-    for slots in SLOT_STEPS:
-        if slots > limit:
-            break
-        # distinct prompts of ordinary token ids (no two alike, so nothing is shared between requests)
-        prompts = [[(97 + 31 * k + 7 * j) % max(1000, vocab_size // 2) + 10 for j in range(PROBE_PROMPT_TOKENS)]
-                   for k in range(slots)]
-        t0 = time.perf_counter()
-        stream_generate(model, prompts, [1] * slots, slots=slots, generation_config=config)
-        t1 = time.perf_counter()
-        stream_generate(model, prompts, [PROBE_TOKENS + 1] * slots, slots=slots, generation_config=config)
-        decode_s = max(1e-6, (time.perf_counter() - t1) - (t1 - t0))
-        rate = slots * PROBE_TOKENS / decode_s
-        out[slots] = round(rate, 1)
-        if previous and rate < (1 + RISE) * previous:
-            break
-        previous = rate
-    return out
+    levels = sorted(levels, reverse=True)
+    slots = levels[0]
+    # distinct prompts of ordinary token ids (no two alike, so nothing is shared between requests)
+    prompts = [[(97 + 31 * k + 7 * j) % max(1000, vocab_size // 2) + 10 for j in range(PROBE_PROMPT_TOKENS)]
+               for k in range(slots)]
+    # request k decodes until the stream is down to the level below its rank: the first step (the prefill, one
+    # forward for every prompt) gives each its first token, then STEPS_PER_LEVEL steps per level it stays for
+    budgets = [1 + STEPS_PER_LEVEL * sum(k < n for n in levels) for k in range(slots)]
+    config = GenerationConfig(do_sample=False, eos_token_id=-1, pad_token_id=0, max_new_tokens=max(budgets))
+    stamps: list[tuple[float, int]] = []  # (a forward's start, its requests where each decodes one token, else 0)
+
+    def stamp(_module: Any, args: Any, kwargs: Any) -> None:
+        ids, cu = kwargs.get("input_ids", args[0] if args else None), kwargs.get("cu_seq_lens_q")
+        decoding = ids is not None and cu is not None and ids.shape[-1] == cu.numel() - 1
+        stamps.append((time.perf_counter(), int(ids.shape[-1]) if decoding else 0))
+
+    inner = model.get_base_model() if callable(getattr(model, "get_base_model", None)) else model
+    hook = inner.register_forward_pre_hook(stamp, with_kwargs=True)  # (the model continuous batching calls)
+    try:
+        stream_generate(model, prompts, budgets, slots=slots, generation_config=config,
+                        max_batch_tokens=max(MAX_BATCH_TOKENS, slots * PROBE_PROMPT_TOKENS))
+    finally:
+        hook.remove()
+    return [(n, b - a) for (a, n), (b, _) in zip(stamps, stamps[1:]) if n]
 
 
 def best_slots(model: Any, dtype: str, device: str) -> SlotsChoice:
@@ -132,7 +154,7 @@ def best_slots(model: Any, dtype: str, device: str) -> SlotsChoice:
     config = getattr(model, "config", None)
     key = canonical_sha256({"version": CACHE_VERSION, "shape": _shape(config), "dtype": dtype,
                             "device": device.split(":")[0], "machine": _machine(), "torch": torch.__version__,
-                            "transformers": transformers.__version__, "probe": [PROBE_TOKENS, PROBE_PROMPT_TOKENS],
+                            "transformers": transformers.__version__, "probe": ["staircase", STEPS_PER_LEVEL, PROBE_PROMPT_TOKENS],
                             "attention": attention_path(config)})
     path = cache_dir() / CACHE_FOLDER / f"{key}.json"
     try:
@@ -144,8 +166,8 @@ def best_slots(model: Any, dtype: str, device: str) -> SlotsChoice:
         pass  # not measured on this machine yet (or written by another layout): measure
     t0 = time.perf_counter()
     rates = sweep(model, int(getattr(config, "vocab_size", 32000) or 32000))
-    how = (f"measured: decoding of {PROBE_TOKENS} forced tokens after {PROBE_PROMPT_TOKENS}-token prompts (prefill "
-           f"timed apart and left out) at {', '.join(map(str, rates))} requests at once; the fewest within "
+    how = (f"measured: forced decoding after {PROBE_PROMPT_TOKENS}-token prompts, {STEPS_PER_LEVEL} steps at each of "
+           f"{', '.join(map(str, rates))} requests at once in one stream (prefill left out); the fewest within "
            f"{NEAR_BEST:.0%} of the best decoding tokens/s")
     choice = SlotsChoice(slots=choose(rates), tokens_per_s=rates, how=how, cached=False,
                          seconds=round(time.perf_counter() - t0, 1))

@@ -342,13 +342,22 @@ def test_one_mixed_stream_gives_each_variant_its_own_answers_in_fp32(base_model,
 
 
 def test_the_slot_sweep_measures_decoding_and_chooses_the_fewest_near_the_best(base_model):
-    from auditor.backends.throughput import choose, sweep
+    from collections import Counter
+
+    from auditor.backends.throughput import STEPS_PER_LEVEL, choose, staircase, sweep
 
     assert choose({8: 50.0, 16: 80.0, 32: 82.0, 64: 81.0}) == 16  # 80 is within 5% of 82
     assert choose({8: 50.0, 16: 60.0, 32: 90.0}) == 32
     backend = _backend(base_model, TERSE, GenerationCache(None), batching="continuous")
+    # one stream: 16 requests decode together for STEPS_PER_LEVEL steps, then 8 of them for as many (the last step
+    # untimed); the prefill and any step where a request still prefills are not among the timed steps
+    steps = staircase(backend.model, 49152, [8, 16])
+    assert Counter(n for n, _ in steps) == {16: STEPS_PER_LEVEL, 8: STEPS_PER_LEVEL - 1}
+    assert all(s > 0 for _, s in steps)
     rates = sweep(backend.model, 49152, limit=16)
-    assert set(rates) <= {8, 16} and 8 in rates and all(v > 0 for v in rates.values())
+    assert set(rates) == {8, 16} and all(v > 0 for v in rates.values())
+    # the hook that stamps the steps is gone afterwards
+    assert not backend.model.get_base_model()._forward_pre_hooks
 
 
 @pytest.mark.parametrize("value", ["0", "-3", "many"])
