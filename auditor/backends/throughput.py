@@ -93,8 +93,14 @@ def choose(tokens_per_s: dict[int, float]) -> int:
 
 def sweep(model: Any, vocab_size: int, limit: int = MAX_SLOTS) -> dict[int, float]:
     """Tokens/s of forced decoding at each of :data:`SLOT_STEPS` up to ``limit`` (slots → new tokens a
-    second), from one staircase stream (see the module doc; :func:`staircase` gives its timed steps)."""
+    second), from one staircase stream (see the module doc; :func:`staircase` gives its timed steps).
+
+    Raises:
+        ValueError: ``limit`` is below the smallest of :data:`SLOT_STEPS`.
+    """
     levels = [n for n in SLOT_STEPS if n <= limit]
+    if not levels:
+        raise ValueError(f"a slot sweep up to {limit} measures nothing: the smallest count is {SLOT_STEPS[0]}")
     by: dict[int, list[float]] = {}
     for requests, seconds in staircase(model, vocab_size, levels):
         by.setdefault(requests, []).append(seconds)

@@ -360,6 +360,13 @@ def test_the_slot_sweep_measures_decoding_and_chooses_the_fewest_near_the_best(b
     assert not backend.model.get_base_model()._forward_pre_hooks
 
 
+def test_a_slot_sweep_below_the_smallest_count_is_refused_before_any_model_runs():
+    from auditor.backends.throughput import sweep
+
+    with pytest.raises(ValueError, match="the smallest count is 8"):
+        sweep(None, 49152, limit=4)
+
+
 @pytest.mark.parametrize("value", ["0", "-3", "many"])
 def test_bad_batch_size_is_a_usage_error(tmp_path, value):
     proc = subprocess.run([*AUDIT, str(TERSE), "--batch-size", value, "--out", str(tmp_path / "o")],
