@@ -165,7 +165,7 @@ def best_slots(model: Any, dtype: str, device: str) -> SlotsChoice:
     path = cache_dir() / CACHE_FOLDER / f"{key}.json"
     try:
         d = json.loads(path.read_text(encoding="utf-8"))
-        rates = {int(k): float(v) for k, v in d["tokens_per_s"].items()}
+        rates = dict(sorted((int(k), float(v)) for k, v in d["tokens_per_s"].items()))  # (the file's keys sort as text)
         return SlotsChoice(slots=choose(rates), tokens_per_s=rates, how=d["how"], cached=True,
                            seconds=float(d.get("seconds", 0.0)))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
