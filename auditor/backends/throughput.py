@@ -29,7 +29,7 @@ import json
 import os
 import platform
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 #: the slot counts measured (the staircase's levels, each half the one above)
@@ -85,8 +85,16 @@ def _shape(config: Any) -> dict[str, Any]:
     return {k: getattr(config, k, None) for k in keys}
 
 
+#: the slots where the sweep timed no step (a transformers version that no longer passes the packed query offsets,
+#: ``cu_seq_lens_q``, that :func:`staircase` reads): a middle count of :data:`SLOT_STEPS`, not kept in the cache
+UNMEASURED_SLOTS = 64
+
+
 def choose(tokens_per_s: dict[int, float]) -> int:
-    """The fewest slots whose tokens/s are within :data:`NEAR_BEST` of the best measured."""
+    """The fewest slots whose tokens/s are within :data:`NEAR_BEST` of the best measured;
+    :data:`UNMEASURED_SLOTS` where nothing was measured."""
+    if not tokens_per_s:
+        return UNMEASURED_SLOTS
     best = max(tokens_per_s.values())
     return min(k for k, v in tokens_per_s.items() if v >= (1 - NEAR_BEST) * best)
 
@@ -177,6 +185,9 @@ def best_slots(model: Any, dtype: str, device: str) -> SlotsChoice:
            f"{NEAR_BEST:.0%} of the best decoding tokens/s")
     choice = SlotsChoice(slots=choose(rates), tokens_per_s=rates, how=how, cached=False,
                          seconds=round(time.perf_counter() - t0, 1))
+    if not rates:  # (measured again next run, not kept)
+        return replace(choice, how=f"not measured: the sweep timed no decoding step here; {UNMEASURED_SLOTS} requests "
+                                   "at once")
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, json.dumps(choice.as_dict() | {"shape": _shape(config), "dtype": dtype,
                                                       "machine": _machine()}, sort_keys=True).encode("utf-8"))

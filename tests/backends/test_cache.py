@@ -344,10 +344,11 @@ def test_one_mixed_stream_gives_each_variant_its_own_answers_in_fp32(base_model,
 def test_the_slot_sweep_measures_decoding_and_chooses_the_fewest_near_the_best(base_model):
     from collections import Counter
 
-    from auditor.backends.throughput import STEPS_PER_LEVEL, choose, staircase, sweep
+    from auditor.backends.throughput import STEPS_PER_LEVEL, UNMEASURED_SLOTS, choose, staircase, sweep
 
     assert choose({8: 50.0, 16: 80.0, 32: 82.0, 64: 81.0}) == 16  # 80 is within 5% of 82
     assert choose({8: 50.0, 16: 60.0, 32: 90.0}) == 32
+    assert choose({}) == UNMEASURED_SLOTS  # a sweep that timed nothing: a middle count, not a failed audit
     backend = _backend(base_model, TERSE, GenerationCache(None), batching="continuous")
     # one stream: 16 requests decode together for STEPS_PER_LEVEL steps, then 8 of them for as many (the last step
     # untimed); the prefill and any step where a request still prefills are not among the timed steps
