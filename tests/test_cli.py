@@ -145,26 +145,6 @@ def test_baseline_same_as_candidate_is_refused(tmp_path, cli):
     assert not (tmp_path / "o").exists()
 
 
-@pytest.mark.slow
-def test_mislabelled_adapter_is_a_label_mismatch(failing_demo):
-    # the audit: terse-instruct-r8 on math and IFEval, --limit 16 --budget 96 --dtype float32 --quiet (conftest).
-    # 16 items each leave DriftScore undecided (issue 19): the audit buys items until the mismatch is on evidence
-    # fp32: in bf16 (the default on a CPU with native bf16) the 96 items leave DriftScore inconclusive, +21.9
-    # [+4.7, +39.1] at 64 items a capability, about 79 needed; the fp32 answers decide it within them
-    proc, out = failing_demo
-    assert proc.returncode == 1, proc.stderr
-    assert proc.stdout == "" and proc.stderr == ""  # --quiet: the exit code and the files carry the result
-    r = json.loads((out / "results.json").read_text())
-    d = r["drift"]
-    assert d["label"] == "instruction" and d["target_metric"] == "ifeval.prompt_level_strict_acc"
-    assert d["mismatch"] and d["drift_score_pts"] > 15
-    assert d["drift_score_pts"] == pytest.approx(d["off_target_gain_pts"] - d["target_gain_pts"])
-    (rule,) = [x for x in r["verdict"]["rules"] if x["rule"] == "nominal label: DriftScore"]
-    assert rule["decision"] == "fail" and rule["mode"] == "evidence" and d["ci_low_pts"] > 0  # the interval excludes 0
-    html = (out / "report.html").read_text()
-    assert "label mismatch" in html and "DriftScore" in html and "Verdict: FAIL" in html
-
-
 @needs_shared
 @pytest.mark.slow
 def test_third_party_adapter_audits_with_base_mismatch_warning(tmp_path):

@@ -19,25 +19,22 @@ from typing import TYPE_CHECKING, Any
 from ..errors import AuditInputError
 from ..records import AdapterConfig, BaseModel, Generation, Item, Request, Variant, VocabResize
 from ..util.versions import versions
-from .base import adapter_folders
+from .base import CachedBackend, adapter_folders
 from .batching import auto_batch_size
 from .batching import batches as _batches
 from .batching import free_memory_bytes as _free_memory_bytes
 from .cache import GenerationCache
 from .hf_attention import attention_path
-from .hf_continuous import HFStreams
 from .hf_peft import as_the_tensors_say as _as_the_tensors_say
 from .hf_peft import base_vocabulary_only as _base_vocabulary_only
-from .hf_peft import drop_adapter_names_hooks as _drop_adapter_names_hooks
 from .hf_peft import holds_dora as _holds_dora
 from .hf_peft import shared_vocab_resize
-from .hf_stream import MIXED_PREFIX
 
 if TYPE_CHECKING:
     from ..options import AuditOptions
 
 
-class HFBackend(HFStreams):
+class HFBackend(CachedBackend):
     """transformers + peft generation on CPU (or one GPU), fp32 by default.
 
     One base load serves every variant: the base (adapters disabled) and each
@@ -107,8 +104,8 @@ class HFBackend(HFStreams):
                      for v, (p, _) in self.adapters.items()}
         #: variant → its parsed adapter_config.json (None: read by PEFT only)
         self.configs = {v: inspected[v][1] if inspected and v in inspected else None for v in self.adapters}
-        #: put rows of several variants in one generate call (peft mixed-adapter batches; not with
-        #: DoRA, which peft refuses there, and a refused call leaves peft's adapter_names hooks behind)
+        #: put rows of several variants in one static generate call (peft mixed-adapter batches; not with DoRA,
+        #: which peft refuses there)
         if mix_variants == "auto":
             mix_variants = not self.device.startswith("cuda")
         self.mix_variants = bool(mix_variants) and not any(self.dora.values())
@@ -120,8 +117,6 @@ class HFBackend(HFStreams):
         self.streams: list[dict[str, Any]] = []
         #: how ``--batch-size auto`` chose the slots (:mod:`auditor.backends.throughput`), once it did
         self.slots_choice: Any = None
-        #: why the variants cannot share a stream ("" they can; None: not looked at yet; see _mixed_stream)
-        self.stream_mix_refusal: str | None = None
 
     @classmethod
     def create(cls, opts: AuditOptions, base: BaseModel, variants: Sequence[Variant], cache: GenerationCache,
@@ -135,8 +130,9 @@ class HFBackend(HFStreams):
         """The base model with every adapter attached (each as its own peft adapter, named by its variant)."""
         from transformers import AutoModelForCausalLM
 
+        # (sdpa, the library's default, named: a continuous stream switches to per-request attention and back)
         model = AutoModelForCausalLM.from_pretrained(str(self.base_path), dtype=getattr(self.torch, self.dtype),
-                                                     device_map=self.device)
+                                                     device_map=self.device, attn_implementation="sdpa")
         if self.device == "cpu":
             # weights loaded without a dtype conversion stay views of the memory-mapped safetensors file,
             # whose pages the kernel may evict and read back from disk mid-run (seen here: 1.2 s a step):
@@ -155,6 +151,10 @@ class HFBackend(HFStreams):
                 else:
                     model.load_adapter(str(path), adapter_name=variant)
         return model.eval()
+
+    def reload(self) -> None:
+        """Drop the loaded model; the next use loads it again (its time counted in ``stats.load_s``)."""
+        self._model = None
 
     def _resize_embeddings(self, model: Any) -> None:
         """Resize the base's embeddings to the adapters' tokenizer (``resize_token_embeddings``, as PEFT
@@ -206,17 +206,13 @@ class HFBackend(HFStreams):
         # (and the attention path: per request answers in bf16 differ from the library's dense-mask sdpa)
         if self.batching != "continuous":
             return out
-        out |= {"batching": "continuous", "attention": self.attention}
-        # (a mixed stream's prompts share their own variant's prefix pages: bf16 answers differ from unshared)
-        return out | {"mixed_prefix": MIXED_PREFIX} if self.mix_variants else out
+        # (one stream per variant: bf16 answers depend on which requests share a step)
+        return out | {"batching": "continuous", "attention": self.attention, "streams": "per_variant"}
 
     def run_info(self, variant: str) -> dict[str, Any]:
-        """What results.json records of the engine (``run.hf``): the batching path and the requests decoded at
-        once (continuous: per stream, ``variant`` for one variant's, ``variants`` for a mixed one; static: items
-        per call), and why the variants could not share a stream (``mix_refusal``, None where they could or it
-        never came up)."""
+        """What results.json records of the engine (``run.hf``): the batching path, the requests decoded at
+        once (continuous: per stream, with its variant; static: items per call) and how the slots were chosen."""
         return {"batching": self.batching, "streams": list(self.streams),
-                "mix_refusal": self.stream_mix_refusal or None,
                 "attention": self.attention if self.batching == "continuous" else "sdpa",
                 "slots": None if self.slots_choice is None else self.slots_choice.as_dict()}
 
@@ -251,8 +247,8 @@ class HFBackend(HFStreams):
         so the weights are read once per decoding step for all of them
         (decoding is memory-bound). DoRA adapters are never mixed (peft refuses
         it; decided at construction); where peft refuses a mixed batch anyway,
-        the hooks it leaves behind are dropped and the rows are generated
-        variant by variant.
+        the model is loaded again (peft leaves its ``adapter_names`` hooks on
+        the layers after a refusal) and the rows are generated variant by variant.
         """
         budget = rows[0][0].max_new_tokens
         variants = sorted({v for _, v in rows})
@@ -265,7 +261,7 @@ class HFBackend(HFStreams):
                                             ["__base__" if v == "base" else v for v in row_variants])
             except (ValueError, TypeError, NotImplementedError):
                 self.mix_variants = False
-                _drop_adapter_names_hooks(self.model)
+                self.reload()
         out: dict[int, tuple[str, int]] = {}
         for variant in variants:
             idx = [k for k, (_, v) in enumerate(rows) if v == variant]
@@ -341,3 +337,73 @@ class HFBackend(HFStreams):
             for (it, variant), (text, n) in zip(rows, outs):
                 self._record(p, it, variant, text, n)
             advance(len(rows))
+
+    def _generate_streams(self, p: Any, advance: Callable[[int], None]) -> None:
+        """Each variant's missing requests as one continuous-batching stream (the base with the adapters
+        disabled, an adapter as the active one), ``batch_size`` requests decoded at once."""
+        import contextlib
+
+        config = self._stream_generation_config(max(it.max_new_tokens for v in p.variants for it in p.todo[v]))
+        for variant in p.variants:
+            items = p.todo[variant]
+            if not items:
+                continue
+            if variant == "base" and self.adapters:
+                scope: Any = self.model.disable_adapter()
+            else:
+                scope = contextlib.nullcontext()
+                if variant != "base":
+                    self.model.set_adapter(variant)
+            with scope:  # (not inference_mode: the library's loop writes tensors warmup made outside it)
+                slots, tokens = self._stream(p, items, variant, config, advance)
+            self.streams.append({"variant": variant, "requests": len(items), "slots": slots,
+                                 "new_tokens": tokens})  # (durations are run.timings': results repeat byte for byte)
+
+    def _stream(self, p: Any, items: list[Item], variant: str, config: Any,
+                advance: Callable[[int], None]) -> tuple[int, int]:
+        """Generate and record one variant's ``items`` as one continuous-batching stream
+        (:func:`auditor.backends.hf_stream.stream_generate`, the model as it stands); returns the slots it used
+        and the new tokens it made.
+
+        Raises:
+            StreamError: as ``stream_generate``.
+        """
+        from .hf_stream import stream_generate
+
+        encode = self.tokenizer_for(variant)
+        # the longest budgets first: a long answer started last would decode alone at the stream's end
+        items = sorted(items, key=lambda it: -it.max_new_tokens)
+        ids = [encode(p.rendered[(it.id, variant)], add_special_tokens=False)["input_ids"] for it in items]
+        slots = self._slots(len(items))
+        out = stream_generate(self.model, ids, [it.max_new_tokens for it in items], slots=slots,
+                              generation_config=config, on_done=advance)
+        tokens = 0
+        for it, row in zip(items, out):
+            text, n = self._decode(row, variant)
+            tokens += n
+            self._record(p, it, variant, text, n)
+        return min(slots, len(items)), tokens
+
+    def _stream_generation_config(self, max_new_tokens: int) -> Any:
+        """Greedy decoding with the model's own EOS ids (what static ``generate`` stops on)."""
+        from transformers import GenerationConfig
+
+        own = getattr(self.model, "generation_config", None)
+        eos = getattr(own, "eos_token_id", None)
+        return GenerationConfig(do_sample=False, eos_token_id=eos if eos is not None else self.tokenizer.eos_token_id,
+                                pad_token_id=self.tokenizer.pad_token_id, max_new_tokens=max_new_tokens)
+
+    def _slots(self, requests: int) -> int:
+        """Requests decoded at once in a stream of ``requests``: ``batch_size``, or with ``auto`` the count
+        beyond which this machine's tokens per second stop rising (:func:`auditor.backends.throughput.best_slots`,
+        measured once per model shape and machine, then cached); a stream no longer than the sweep's first
+        step decodes all its requests at once without measuring (fewer slots could not be faster)."""
+        if self.batch_size != "auto":
+            return int(self.batch_size)
+        from .throughput import SLOT_STEPS, best_slots
+
+        if self.slots_choice is None and requests <= SLOT_STEPS[0]:
+            return max(1, requests)
+        if self.slots_choice is None:
+            self.slots_choice = best_slots(self.model, self.dtype, self.device)
+        return self.slots_choice.slots

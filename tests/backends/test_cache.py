@@ -296,51 +296,6 @@ def test_continuous_batching_gives_static_generate_s_answers_in_fp32(base_model)
     assert streams.settings()["batching"] == "continuous" and "batching" not in static.settings()
 
 
-def test_one_mixed_stream_gives_each_variant_its_own_answers_in_fp32(base_model, monkeypatch):
-    """The base and two adapters in one continuous-batching stream (every adapter active, each token's
-    LoRA update masked to its own request's adapter) against one stream per variant: the same greedy
-    fp32 answers, with the two adapters' requests decoded in the same steps as the base's; the
-    adapters' answers differ from the base's (so a mask that let no update through would fail). Each
-    question is asked twice per variant, and the second asking shares the first's prompt pages (of its
-    own variant only: a page shared across variants gives an adapter the base's keys, and other answers)."""
-    from transformers.generation.continuous_batching.cache import PagedAttentionCache
-
-    shared, offsets = [], {}  # tokens matched a search; request id -> the offset its hashed ids carried
-    search = PagedAttentionCache.search_prefix_match
-
-    def searched(self, request_id, ids):
-        offsets[int(request_id)] = min(ids) >> 24  # (token ids are below 2**24)
-        shared.append(search(self, request_id, ids))
-        return shared[-1]
-
-    monkeypatch.setattr(PagedAttentionCache, "search_prefix_match", searched)
-    items = _items(6, budget=12)
-    kw = {"batch_size": 8, "batching": "continuous", "more": {"math": MATH}}
-    apart = _backend(base_model, TERSE, GenerationCache(None), mix_variants=False, **kw)
-    mixed = _backend(base_model, TERSE, GenerationCache(None), **kw)
-
-    def run(backend: HFBackend) -> dict[tuple[str, str], str]:
-        gens = backend.generate([Request(item=i, variant=v) for i in items for v in ("base", "adapter", "math")])
-        return {(g.item_id, g.variant): g.text for g in gens}
-
-    one = run(mixed)
-    # the stream's requests: 6 base, 6 adapter, 6 math; each variant's page hashes see its own ids
-    assert offsets == {k: k // 6 for k in range(18)}
-    # and the second asking of a question shares more than the system prompt's first page
-    assert sum(n > 0 for n in shared) >= 9 and max(shared) >= 32
-    each = run(apart)
-    assert one == each
-    assert any(one[(i.id, "adapter")] != one[(i.id, "base")] for i in items)
-    assert any(one[(i.id, "math")] != one[(i.id, "base")] for i in items)
-    assert mixed.run_info("adapter")["streams"] == [{"variants": ["base", "adapter", "math"], "requests": 18,
-                                                     "slots": 8, "new_tokens": sum(mixed.stats.new_tokens.values())}]
-    assert [s["variant"] for s in apart.run_info("adapter")["streams"]] == ["base", "adapter", "math"]
-    assert mixed.run_info("adapter")["mix_refusal"] is None
-    # after the stream peft has one adapter active again and no mask hooks are left on the LoRA layers
-    assert len(mixed.model.active_adapters) == 1
-    assert not any(m._forward_hooks for n, m in mixed.model.named_modules() if "lora_B" in n)
-
-
 def test_the_slot_sweep_measures_decoding_and_chooses_the_fewest_near_the_best(base_model):
     from collections import Counter
 
