@@ -1,13 +1,16 @@
-"""MkDocs hook: render auditor/schemas/results.schema.json as tables where a page says <!-- results-schema -->.
+"""MkDocs hook: the reference pages' generated parts, rendered from the code at build time so they cannot drift.
 
-The schema is generated from the result records (python -m auditor.records.json_schema --write), so the reference
-page is built from the same file the audit validates against and the two cannot drift apart.
+* ``<!-- results-schema -->``: auditor/schemas/results.schema.json as tables (the schema is itself generated from
+  the result records, ``python -m auditor.records.json_schema --write``, and is what ``audit report`` validates);
+* ``<!-- metric-ids -->``: the metric ids a policy may name, from the scorer registry
+  (:func:`auditor.policy.metric_ids.metric_ids_markdown`, the same table the README carries).
 """
 
 import json
 from pathlib import Path
 
 MARKER = "<!-- results-schema -->"
+METRIC_IDS = "<!-- metric-ids -->"
 SCHEMA = Path(__file__).resolve().parents[2] / "auditor" / "schemas" / "results.schema.json"
 
 
@@ -69,6 +72,10 @@ def render(schema: dict) -> str:
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ARG001 - MkDocs's hook signature
-    if MARKER not in markdown:
-        return markdown
-    return markdown.replace(MARKER, render(json.loads(SCHEMA.read_text(encoding="utf-8"))))
+    if MARKER in markdown:
+        markdown = markdown.replace(MARKER, render(json.loads(SCHEMA.read_text(encoding="utf-8"))))
+    if METRIC_IDS in markdown:
+        from auditor.policy.metric_ids import metric_ids_markdown  # the checkout's, as the CLI reference's
+
+        markdown = markdown.replace(METRIC_IDS, metric_ids_markdown())
+    return markdown
