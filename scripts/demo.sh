@@ -11,14 +11,26 @@ rc=$?
 set -e
 [ "$rc" -le 1 ] || exit "$rc"
 # exit 1 means some adapter failed: the demo expects exactly terse-instruct-r8 to
+# what each results.json says: the verdict, the rules that failed, and the DriftScore rule's decision
+.venv/bin/python - <<'PY'
+import json, pathlib
+for p in sorted(pathlib.Path("reports/demo").glob("*/results.json")):
+    r = json.loads(p.read_text())
+    v, d = r["verdict"], r.get("drift") or {}
+    failing = [x["rule"] for x in v["rules"] if x["outcome"] == "fail"]
+    drift = next((x for x in v["rules"] if x["rule"] == "nominal label: DriftScore"), None)
+    line = f"demo: {p.parent.name} (labelled {d.get('label', '?')!r}): {v['verdict'].upper()}"
+    if failing:
+        line += "; failing: " + ", ".join(failing)
+    if drift is not None and d.get("drift_score_pts") is not None:
+        line += (f"; DriftScore {d['drift_score_pts']:+.1f} [{d['ci_low_pts']:+.1f}, {d['ci_high_pts']:+.1f}]"
+                 f" ({drift['decision']})")
+    print(line)
+PY
 verdicts=$(.venv/bin/python -c 'import json, pathlib
 rows = sorted(pathlib.Path("reports/demo").glob("*/results.json"))
 print(" ".join(p.parent.name + "=" + json.loads(p.read_text())["verdict"]["verdict"] for p in rows))')
-echo "demo: $verdicts (open reports/demo/index.html)"
-if [ "$verdicts" = "math-good=pass terse-instruct-r8=fail" ]; then
-  echo "demo: as expected: terse-instruct-r8 is labelled 'instruction' but was trained on terse arithmetic answers"
-  echo "      (a label mismatch, FAIL); math-good is labelled 'math' and improves numeric match (PASS)"
-  exit 0
-fi
-echo "demo: not the expected verdicts (math-good=pass terse-instruct-r8=fail)" >&2
+echo "demo: open reports/demo/index.html"
+[ "$verdicts" = "math-good=pass terse-instruct-r8=fail" ] && exit 0
+echo "demo: not the expected verdicts (math-good=pass terse-instruct-r8=fail): $verdicts" >&2
 exit 1

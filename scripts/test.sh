@@ -13,6 +13,8 @@ fi
 # lint and type check first (configured in pyproject.toml): seconds, and a failure stops the run
 .venv/bin/ruff check .
 .venv/bin/mypy
+# the documentation site, strictly (a broken link or a page missing from the nav fails)
+bash scripts/docs.sh "$(mktemp -d)"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 # one pytest worker per core (pytest-xdist, at most 4), each test file whole on one worker (its module fixtures,
 # a vLLM engine among them, start once), and one torch thread per process: two model processes with two threads
@@ -20,4 +22,7 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 export OMP_NUM_THREADS=1
 # vLLM's CPU engine binds its own OpenMP threads to every core unless told not to: one thread, as torch's
 export VLLM_CPU_OMP_THREADS_BIND=nobind
-exec .venv/bin/python -m pytest -n auto --maxprocesses 4 --dist loadfile "$@"
+.venv/bin/python -m pytest -n auto --maxprocesses 4 --dist loadfile "$@"
+# the supported transformers/peft window's two ends, each in an environment of its own: the engine's tests and a
+# real audit (scripts/window.sh)
+[ "$#" -gt 0 ] || bash scripts/window.sh

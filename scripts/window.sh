@@ -10,12 +10,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
 declare -A PINS=(
-  [oldest]="transformers==5.16.1 peft==0.18.0"
+  [oldest]="transformers==5.19.0 peft==0.18.0"
   [newest]="transformers peft"
 )
-ENDS=("${@:-oldest newest}")
-# shellcheck disable=SC2206
-ENDS=(${ENDS[*]})
+ENDS=("$@")
+[ "${#ENDS[@]}" -gt 0 ] || ENDS=(oldest newest)
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 OMP_NUM_THREADS=1
 for end in "${ENDS[@]}"; do
   venv=".venv-$end"
