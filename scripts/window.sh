@@ -15,7 +15,9 @@ declare -A PINS=(
 )
 ENDS=("$@")
 [ "${#ENDS[@]}" -gt 0 ] || ENDS=(oldest newest)
-export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 OMP_NUM_THREADS=1
+# (one process at a time here: torch takes every core)
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+unset OMP_NUM_THREADS
 for end in "${ENDS[@]}"; do
   venv=".venv-$end"
   [ -x "$venv/bin/python" ] || "$PY" -m venv "$venv"

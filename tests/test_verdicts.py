@@ -58,10 +58,11 @@ def test_mislabelled_adapter_is_a_label_mismatch(failing_demo):
     # [+4.7, +39.1] at 64 items a capability, about 79 needed; the fp32 answers decide it within them
     proc, out = failing_demo
     assert proc.returncode == 1, proc.stderr
-    # --quiet: the exit code and the files carry the result; a peft older than the one that saved the adapter
-    # (the window's oldest end) warns about the config keys it does not know, as it should
-    noise = [ln for ln in proc.stderr.splitlines() if ln.strip() and "Unexpected keyword arguments" not in ln
-             and ln.strip() != "warnings.warn("]
+    # --quiet: the exit code and the files carry the result. What the libraries warn about themselves at the
+    # window's ends is theirs (a peft older than the one that saved the adapter names the config keys it does not
+    # know; a newer transformers, its deprecations): a Python warning raised inside site-packages, and its echo line
+    noise = [ln for ln in proc.stderr.splitlines() if ln.strip() and ln.strip() != "warnings.warn("
+             and not ("site-packages" in ln and "Warning: " in ln)]
     assert proc.stdout == "" and not noise, proc.stderr
     r = json.loads((out / "results.json").read_text())
     d = r["drift"]

@@ -58,8 +58,10 @@ def varlen_sdpa_attention(module: Any, query: Any, key: Any, value: Any, attenti
     Args:
         module: the attention layer (``layer_idx``, ``num_key_value_groups``).
         query: ``[1, heads, q_tokens, head_dim]``, every request's new tokens packed (``cu_seq_lens_q``).
-        key, value: ``[1, kv_heads, q_tokens, head_dim]``, the step's new keys and values: written to the
-            paged cache, from which every request's whole context (``cu_seq_lens_k``) is read.
+        key, value: ``[1, kv_heads, q_tokens, head_dim]``, the step's new keys and values, written to the paged
+            cache here (``cache`` in ``kwargs``, transformers before 5.25), from which every request's whole
+            context (``cu_seq_lens_k``) is read; or that context itself, ``[1, kv_heads, k_tokens, head_dim]``,
+            where the attention layer has updated the cache (transformers 5.25 and later).
         attention_mask: the library's dense block-diagonal mask, not used here (it is the same
             causal pattern, request by request).
         scaling: the softmax scale.
@@ -73,14 +75,18 @@ def varlen_sdpa_attention(module: Any, query: Any, key: Any, value: Any, attenti
     from torch.nn.functional import scaled_dot_product_attention as sdpa
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-    cache = kwargs.get("cache")
-    if (cache is None or "cu_seq_lens_q" not in kwargs or getattr(module, "sliding_window", None)
-            or hasattr(module, "sinks") or dropout):
+    if "cu_seq_lens_q" not in kwargs or getattr(module, "sliding_window", None) or hasattr(module, "sinks") or dropout:
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
                                       **kwargs)
-    kwargs.pop("cache")
+    cache = kwargs.pop("cache", None)
+    if cache is not None:  # (transformers before 5.25: the attention function writes the cache and reads it back;
+        # from 5.25 the attention layer does, and passes every request's context here)
+        key, value = cache.update(key_states=key, value_states=value, layer_idx=module.layer_idx, kwargs=kwargs)
     # every request's whole context, packed in ``cu_seq_lens_k``'s order: [1, kv_heads, k_tokens, head_dim]
-    key, value = cache.update(key_states=key, value_states=value, layer_idx=module.layer_idx, kwargs=kwargs)
+    ck_end = kwargs.get("cu_seq_lens_k")
+    if not isinstance(ck_end, torch.Tensor) or key.shape[-2] != int(ck_end[-1]):
+        raise RuntimeError("per-request attention: this transformers version passes the keys of a continuous-"
+                           "batching step in a layout it does not know (rerun with --batching static)")
     if module.layer_idx == 0 or not _STEP:  # (the first layer of each forward plans the step for all of them)
         _STEP.clear()
         _STEP.update(_plan(kwargs))
