@@ -215,11 +215,12 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
     (checkpoint-N/ folders) is audited checkpoint by checkpoint in step order,
     the same way, plus OUT/run.json and the trajectory in OUT/index.html.
     """
-    from .api import audit_and_report, expand_run, report_folders
     from .backends.vllm_compat import parse_engine_args
     from .inspect.chat_template import parse_template_args
+    from .inspect.checkpoints import expand_run
     from .inspect.paths import parse_size
     from .options import AuditOptions
+    from .pipeline import audit_and_report, report_folders
 
     adapters, run = expand_run(adapters, checkpoints, stop_at_first_fail, allow_bin)
     report_folders(adapters, out, nested=run is not None)  # checked before the options: a bad --out fails first

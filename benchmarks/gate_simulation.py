@@ -29,10 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from auditor.analysis import compare_metrics, drift_score  # noqa: E402
 from auditor.analysis.stats import GAP_AGGREGATES  # noqa: E402
+from auditor.pipeline.rounds import round_sizes  # noqa: E402
 from auditor.policy import load_policy  # noqa: E402
 from auditor.policy.rules import judge  # noqa: E402
 from auditor.records import AdapterInfo, Capability, Item, Score  # noqa: E402
-from auditor.rounds import round_sizes  # noqa: E402
 from auditor.scorers import SCORERS
 from auditor.suite import load_suite, preset_metric_units  # noqa: E402
 

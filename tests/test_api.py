@@ -44,7 +44,7 @@ def test_budget_is_read_as_the_command_reads_it(text):
     from auditor.api import audit_options
     from auditor.cli import _Budget
     from auditor.options import AuditOptions
-    from auditor.rounds import budget_for
+    from auditor.pipeline.rounds import budget_for
     from auditor.scorers import SCORERS
     from auditor.suite.manifest import load_suite
 

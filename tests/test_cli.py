@@ -71,7 +71,7 @@ def test_usage_errors_are_one_line(tmp_path):
 def test_budget_takes_items_a_time_and_tokens_alone_or_joined(text, parsed):
     from auditor.cli import _Budget
     from auditor.options import AuditOptions
-    from auditor.rounds import budget_for
+    from auditor.pipeline.rounds import budget_for
     from auditor.scorers import SCORERS
     from auditor.suite.manifest import load_suite
 

@@ -23,9 +23,9 @@ STAGES = ("inspect", "suite", "backends", "scorers", "analysis", "policy", "repo
 #: the stages, the whole audit's record, and the settings of an audit (AuditOptions: a record the top hands to
 #: the backends, which import it, under TYPE_CHECKING, for their hooks' signatures)
 FOUNDATION = ("errors", "util", "records", "results", "options")
-#: above the stages, may import anything: the package root (its lazy API), the stage order, the results'
-#: assembly, the Python API, the command line, the GitHub Action's steps, the trainer callback
-TOP = ("auditor", "pipeline", "rounds", "assembly", "api", "cli", "ci", "callback")
+#: above the stages, may import anything: the package root (its lazy API), what runs an audit (the stage order,
+#: the rounds, the results' assembly), the Python API, the command line, the GitHub Action's steps, the trainer callback
+TOP = ("auditor", "pipeline", "api", "cli", "ci", "callback")
 
 
 def _modules() -> dict[str, Path]:

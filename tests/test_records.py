@@ -22,7 +22,7 @@ import pytest
 import auditor.records
 
 MODULES = [f"auditor.records.{m.name}" for m in pkgutil.iter_modules(auditor.records.__path__)] + [
-    "auditor.results", "auditor.assembly", "auditor.policy.decisions", "auditor.policy.loading"]
+    "auditor.results", "auditor.pipeline.assembly", "auditor.policy.decisions", "auditor.policy.loading"]
 MUTABLE = (list, dict, set)
 
 

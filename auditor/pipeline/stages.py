@@ -16,44 +16,28 @@ from typing import Any
 
 from rich.markup import escape
 
-from . import assembly
-from .analysis import compare_metrics, drift_score
-from .analysis.noise_floor import noise_floor
-from .assembly import BaselineRun, Evidence, Run
-from .backends import BACKENDS, Backend, GenerationCache, choose_backend, fall_back_for
-from .backends.hardware import choose_dtype
-from .backends.ray_cluster import RayBackend
-from .backends.ray_setup import check_ray_options
-from .backends.vllm_compat import gpu_present, vllm_architecture_fault
-from .backends.vllm_setup import EngineStartError
-from .errors import AuditInputError
-from .inspect import bin_adapter_file, choose_base, convert_bin_adapter, hub, inspect_adapter, preflight_adapter
-from .inspect.chat_template import MODES as TEMPLATE_MODES
-from .inspect.chat_template import choose_templates, load_template_file
-from .options import AuditOptions
-from .policy import judge, load_policy
-from .records import (
-    AdapterInfo,
-    BaseModel,
-    DriftResult,
-    Generation,
-    Item,
-    MetricComparison,
-    PromptTemplate,
-    Round,
-    Score,
-    Suite,
-    Variant,
-    Verdict,
-)
-from .results import AuditResult
-from .rounds import Spending, budget_for, draw, per_capability, tokens_per_item
-from .scorers import SCORERS, score_all
-from .suite import load_suite, plan_requests, preset_metric_units
-from .suite.pools import Pool
-from .util.cache_store import using_cache_dir
-from .util.files import cache_dir
-from .util.hashing import adapter_digest, folder_digest, sha256_file
+from ..analysis.noise_floor import noise_floor
+from ..backends import BACKENDS, Backend, GenerationCache, choose_backend, fall_back_for
+from ..backends.hardware import choose_dtype
+from ..backends.ray_cluster import RayBackend
+from ..backends.ray_setup import check_ray_options
+from ..backends.vllm_compat import gpu_present, vllm_architecture_fault
+from ..backends.vllm_setup import EngineStartError
+from ..errors import AuditInputError
+from ..inspect import bin_adapter_file, choose_base, convert_bin_adapter, hub, inspect_adapter, preflight_adapter
+from ..inspect.chat_template import MODES as TEMPLATE_MODES
+from ..inspect.chat_template import choose_templates, load_template_file
+from ..options import AuditOptions
+from ..policy import load_policy
+from ..records import BaseModel, PromptTemplate, Variant
+from ..results import AuditResult
+from ..scorers import SCORERS, score_all
+from ..suite import load_suite, plan_requests, preset_metric_units
+from ..util.cache_store import using_cache_dir
+from ..util.files import cache_dir
+from ..util.hashing import adapter_digest, folder_digest, sha256_file
+from .assembly import BaselineRun, Run
+from .rounds import one_result
 
 Log = Callable[[str], Any]
 
@@ -134,7 +118,7 @@ def _run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print,
     units = {**preset_metric_units(SCORERS), **suite.metric_units}
     policy = load_policy(opts.policy, sorted(units), units)
     if any(c.scorer == "ifeval" for c in suite.capabilities):
-        from .scorers.ifeval_checkers import PunktDataError, ensure_punkt
+        from ..scorers.ifeval_checkers import PunktDataError, ensure_punkt
 
         try:
             ensure_punkt()
@@ -216,7 +200,7 @@ def _run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print,
                   warnings=tuple(backend.setup_warnings))
         results = []
         for v in variants[:len(adapters)]:
-            results.append(_one_result(run, v, [g for g in generations if g.variant == v.name], log))
+            results.append(one_result(run, v, [g for g in generations if g.variant == v.name], log))
             if stop_after is not None and stop_after(results[-1]) and len(results) < len(adapters):
                 log(f"stopped after {escape(v.info.path)}: {len(adapters) - len(results)} not audited")
                 break
@@ -248,98 +232,3 @@ def _close(backend: Backend) -> None:
     """End a Ray run's workers and its connection (a single-process engine is freed with the process)."""
     if isinstance(backend, RayBackend):
         backend.close()
-
-
-def _label(opts: AuditOptions, adapter: AdapterInfo) -> tuple[str | None, str]:
-    """The nominal label and where it came from: ``--label``, the model card, or none."""
-    if opts.label:
-        return opts.label, "--label"
-    if adapter.nominal_label:
-        return adapter.nominal_label, "model card"
-    return None, "none"
-
-
-def _analyse(run: Run, suite: Suite, scores: list[Score], prev_scores: list[Score], variant: str, label: str | None,
-             label_source: str, mapping: Any) -> tuple[list[MetricComparison], DriftResult, list[MetricComparison] | None]:
-    """Compare (analysis stage) base and adapter, DriftScore, and the candidate against ``--baseline``."""
-    settings = run.policy.statistics.settings
-    comparisons = compare_metrics(suite, scores, settings, candidate=variant)
-    drift = drift_score(comparisons, label, label_source, mapping.target if mapping else None,
-                        list(mapping.off_target) if mapping else [], float(run.policy.drift.max_drift_score_pts))
-    prev = None
-    if run.baseline is not None:  # candidate vs previously approved adapter: the previous one on the "base" side
-        cand = [x for x in scores if x.variant == variant]
-        prev = compare_metrics(suite, [*prev_scores, *cand], settings, reference="baseline", candidate=variant)
-    return comparisons, drift, prev
-
-
-def _one_result(run: Run, variant: Variant, adapter_gens: list[Generation], log: Log) -> AuditResult:
-    """Score, compare and judge one adapter of a (multi-)audit, look by look: while rules are undecided
-    and the budget allows, draw more items for their capabilities from the suite's pools, generate
-    base and adapter answers to the new items only, and decide again (DESIGN.md §2, issue 19)."""
-    suite, policy, opts = run.suite, run.policy, run.opts
-    adapter = variant.info
-    label, label_source = _label(opts, adapter)
-    mapping = policy.promise(label, suite.metric_names())
-    if label in policy.labels and mapping is None:
-        log(f"[yellow]note:[/] DriftScore for label {escape(repr(label))} needs capabilities left out of this run")
-    items = {i.id: i for i in suite.items}
-    generations = [*run.base_gens, *adapter_gens]
-    scores = [*run.base_scores, *score_all(items, adapter_gens, run.scorer_of)]
-    prev_gens = list(run.baseline.generations) if run.baseline else []
-    prev_scores = list(run.baseline.scores) if run.baseline else []
-    spent = Spending(budget_for(opts, suite, run.backend))
-    pools: dict[str, Pool] = {}
-    item_round = {i.id: 1 for i in suite.items}
-    rounds: list[Round] = []
-    new: list[Item] = []
-    look = 1
-    # planned before any data: a budget that buys no rounds plans one look, which spends all of alpha
-    planned = policy.statistics.looks if spent.left() > 0 else 1
-    warnings = (*variant.warnings, *run.warnings)
-    fresh_items: list[Item] = []
-
-    def judged(last: bool) -> Verdict:
-        return judge(policy, comparisons, drift, adapter, run.noise, baseline_comparisons=prev_comparisons,
-                     look=look, last=last, looks=planned, warnings=warnings)
-
-    while True:
-        comparisons, drift, prev_comparisons = _analyse(run, suite, scores, prev_scores, variant.name, label,
-                                                        label_source, mapping)
-        more = look < planned and spent.left() > 0
-        verdict = judged(last=not more)
-        undecided = verdict.undecided
-        if undecided:
-            fresh_items = draw(run, suite, undecided, pools, spent, tokens_per_item(suite, generations))
-            if not fresh_items:  # the pools are spent: decide on what there is
-                verdict = judged(last=True)
-        rounds.append(Round(look=look, items=per_capability(suite.items),
-                            new_items=per_capability(new) if look > 1 else None,
-                            undecided=tuple(r.rule for r in verdict.undecided)))
-        if not undecided or not fresh_items:
-            break
-        new = fresh_items
-        look += 1
-        log(f"round {look - 1}: {len(undecided)} rule{'s' if len(undecided) != 1 else ''} undecided "
-            f"({', '.join(escape(r.rule) for r in undecided[:4])}{', ...' if len(undecided) > 4 else ''}); "
-            f"{len(new)} more items for {', '.join(sorted({i.capability for i in new}))}")
-        names = ("base", variant.name, *(("baseline",) if run.baseline else ()))
-        fresh = run.backend.generate(plan_requests(replace(suite, items=tuple(new)), names))
-        new_items = {i.id: i for i in new}
-        spent.used_tokens += sum(g.n_tokens for g in fresh)
-        generations += [g for g in fresh if g.variant in ("base", variant.name)]
-        scores += score_all(new_items, [g for g in fresh if g.variant in ("base", variant.name)], run.scorer_of)
-        if run.baseline:
-            prev_new = [g for g in fresh if g.variant == "baseline"]
-            prev_gens += prev_new
-            prev_scores += score_all(new_items, prev_new, run.scorer_of)
-        suite = replace(suite, items=(*suite.items, *new))
-        item_round.update({i.id: look for i in new})
-    ev = Evidence(suite=suite, generations=tuple(generations), scores=tuple(scores), comparisons=tuple(comparisons),
-                  drift=drift, verdict=verdict,
-                  baseline_comparisons=None if prev_comparisons is None else tuple(prev_comparisons),
-                  baseline_generations=tuple(prev_gens), baseline_scores=tuple(prev_scores), rounds=tuple(rounds),
-                  item_round=item_round, budget=spent.record(planned), rounds_s=spent.used_s())
-    return assembly.result(run, variant, ev)
-
-

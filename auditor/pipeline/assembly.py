@@ -9,11 +9,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .backends import Backend
-from .backends.ray_cluster import RayBackend
-from .options import AuditOptions
-from .policy import Policy
-from .records import (
+from ..backends import Backend
+from ..backends.ray_cluster import RayBackend
+from ..options import AuditOptions
+from ..policy import Policy
+from ..records import (
     BaseModel,
     Budget,
     DriftResult,
@@ -26,8 +26,8 @@ from .records import (
     Variant,
     Verdict,
 )
-from .records.plain import to_plain
-from .results import (
+from ..records.plain import to_plain
+from ..results import (
     RESULTS_SCHEMA_VERSION,
     AdapterRecord,
     Answer,
@@ -40,9 +40,9 @@ from .results import (
     StatisticsRecord,
     SuiteRecord,
 )
-from .util.hashing import canonical_sha256
-from .util.version import __version__
-from .util.versions import package_versions
+from ..util.hashing import canonical_sha256
+from ..util.version import __version__
+from ..util.versions import package_versions
 
 
 @dataclass(frozen=True, kw_only=True)
