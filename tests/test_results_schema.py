@@ -4,7 +4,7 @@ output, a result the records make validates with every optional block, and hosti
 How it is checked without a model: the result is made of the records the pipeline hands on (an inspected
 adapter with its weight space, tokenizer files and resized vocabulary, a hub revision, rules of each kind,
 rounds, a budget, a noise floor, a release baseline), the parts other modules write taken from them
-(:meth:`~auditor.results.AdapterRecord.of`, the cache's counters, the hub reference, the prompt
+(:meth:`~auditor.records.AdapterRecord.with_warnings`, the cache's counters, the hub reference, the prompt
 templates). A real audit's results.json is validated by the slow end-to-end tests
 (``tests/test_cli.py``, ``tests/test_api.py``) through the same :func:`schema_error`.
 """
@@ -24,7 +24,7 @@ import pytest
 from auditor.backends.cache import CacheStats
 from auditor.inspect.hub import HubRef
 from auditor.records import (
-    AdapterInfo,
+    AdapterRecord,
     Budget,
     DriftResult,
     MetricComparison,
@@ -43,7 +43,6 @@ from auditor.records import (
 from auditor.reports.results_file import RESULTS_SCHEMA_PATH, load_results, schema_error
 from auditor.results import (
     RESULTS_SCHEMA_VERSION,
-    AdapterRecord,
     Answer,
     AuditResult,
     BaselineRecord,
@@ -86,13 +85,14 @@ def _adapter(path: str, hub: HubRef | None = None) -> AdapterRecord:
                          template_text="{{ messages }}")
     vocab = VocabResize(base_size=49152, size=49154, added=("<x>", "<y>"), n_added=2, how="modules_to_save",
                         modules=("model.embed_tokens", "lm_head"), tokenizer_file="tokenizer.json")
-    info = AdapterInfo(path=path, weights_file=f"{path}/adapter_model.safetensors", sha256=SHA, peft_type="LORA",
-                       r=8, lora_alpha=16.0, target_modules=("q_proj", "v_proj"), ranks={"layers.0.q_proj": 8},
-                       n_tensors=4, size_bytes=1024, declared_base="HuggingFaceTB/SmolLM2-135M-Instruct",
-                       nominal_label="math", matched_modules=2, warnings=("inspection note",),
-                       declared_base_status="local_folder", declared_base_note="trained from a local folder",
-                       weight_space=ws, tokenizer_files=tok, vocab_resize=vocab)
-    return AdapterRecord.of(info, SHA, hub.as_dict() if hub else None, warnings=("chat template differs",))
+    info = AdapterRecord(path=path, weights_file=f"{path}/adapter_model.safetensors", sha256=SHA, peft_type="LORA",
+                         r=8, lora_alpha=16.0, target_modules=("q_proj", "v_proj"), ranks={"layers.0.q_proj": 8},
+                         n_tensors=4, size_bytes=1024, declared_base="HuggingFaceTB/SmolLM2-135M-Instruct",
+                         nominal_label="math", matched_modules=2, warnings=("inspection note",),
+                         declared_base_status="local_folder", declared_base_note="trained from a local folder",
+                         weight_space=ws, tokenizer_files=tok, vocab_resize=vocab, max_rank=8, content_sha256=SHA,
+                         hub=hub.as_dict() if hub else None)
+    return info.with_warnings(("chat template differs",))
 
 
 def _comparison(**kw: Any) -> MetricComparison:

@@ -20,7 +20,7 @@ from ..backends import Backend
 from ..options import AuditOptions
 from ..policy import judge
 from ..records import (
-    AdapterInfo,
+    AdapterRecord,
     Budget,
     DriftResult,
     Generation,
@@ -174,7 +174,7 @@ def draw(run: Run, suite: Suite, undecided: list[RuleOutcome], pools: dict[str, 
     return out
 
 
-def _label(opts: AuditOptions, adapter: AdapterInfo) -> tuple[str | None, str]:
+def _label(opts: AuditOptions, adapter: AdapterRecord) -> tuple[str | None, str]:
     """The nominal label and where it came from: ``--label``, the model card, or none."""
     if opts.label:
         return opts.label, "--label"

@@ -134,7 +134,8 @@ def _run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print,
         load_template_file(opts.chat_template, base.path)
     base_digest = folder_digest(base.path)
     infos = [inspect_adapter(pre, base.path, base.name, opts.max_adapter_bytes, base_digest=base_digest,
-                             converted_from=converted.get(a)) for a, pre in zip(given, checked)]
+                             converted_from=converted.get(a), hub=hub_of.get(str(pre.folder)))
+             for a, pre in zip(given, checked)]
     # variant names: "adapter" for a single audit (what results.json has always said), adapter0.. for several,
     # "baseline" for the previously approved adapter
     names = ["adapter"] if len(adapters) == 1 else [f"adapter{k}" for k in range(len(adapters))]
@@ -144,10 +145,10 @@ def _run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print,
     templates, template_warnings = choose_templates(opts.chat_template, base.path, dict(zip(names, infos)),
                                                     opts.chat_template_args)
     # an adapter whose declared base cannot be had (audited on the embedded default instead) is warned about
-    variants = [Variant(name=n, info=i, digest=d, folder=Path(i.path),
+    variants = [Variant(name=n, info=i,
                         warnings=(*([w] if (w := base_warnings.get(pre.folder / "adapter_config.json")) else []),
                                   *template_warnings[n]))
-                for n, i, d, pre in zip(names, infos, seen, checked)]
+                for n, i, pre in zip(names, infos, checked)]
     log(f"base: {escape(base.name)} ({escape(base.source)}; {escape(base.reason)})")
     for v in variants:
         info = v.info
@@ -196,7 +197,7 @@ def _run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print,
                                    scores=tuple(score_all(items, list(prev), scorer_of)))
         run = Run(opts=opts, t_start=t_start, suite=suite, policy=policy, base=base, base_digest=base_digest,
                   backend=backend, backend_reason=backend_reason, scorer_of=scorer_of, base_gens=base_gens,
-                  base_scores=base_scores, noise=noise, n_adapters=len(infos), hub_of=hub_of, baseline=baseline,
+                  base_scores=base_scores, noise=noise, n_adapters=len(infos), baseline=baseline,
                   warnings=tuple(backend.setup_warnings))
         results = []
         for v in variants[:len(adapters)]:
