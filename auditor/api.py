@@ -119,7 +119,7 @@ def audit_many(adapters: list[str] | tuple[str, ...], *, options: AuditOptions |
         AuditInputError: any fault in the inputs (one line: ``e.one_line()``), before a verdict.
         TypeError: an unknown option name, or one given twice (:func:`audit_options`).
     """
-    from .reports.hub import HubOutputs
+    from .reports.hub_files import HubOutputs
 
     opts = audit_options(options, **keywords)
     hub = HubOutputs(eval_results=None if eval_results is None else Path(eval_results), dataset=eval_results_dataset,

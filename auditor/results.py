@@ -2,7 +2,7 @@
 
 :class:`AuditResult` is what the pipeline returns (:func:`auditor.audit`), what every
 report format reads, and what ``audit report`` loads back from results.json (checked
-against the shipped JSON Schema ``auditor/schemas/results.schema.json`` first, then typed
+against the shipped JSON Schema ``auditor/data/schemas/results.schema.json`` first, then typed
 with :func:`auditor.records.plain.from_plain`). Its fields, in order, are results.json's
 top-level keys; each part's fields are that block's keys.
 

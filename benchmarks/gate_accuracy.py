@@ -87,9 +87,9 @@ def truth_suite(n_items: int, capabilities: list[str] | None = None):
     or every row of its :data:`TRUTH_POOLS` file."""
     from auditor.scorers import SCORERS
     from auditor.suite import load_suite
-    from auditor.suite.items import item_from_row
     from auditor.suite.manifest import manifest_specs
     from auditor.suite.pools import load_pool
+    from auditor.suite.rows import item_from_row
 
     smoke = load_suite("smoke", scorers=SCORERS)
     specs = {c.name: c for c in manifest_specs(Path(smoke.path))}

@@ -136,8 +136,8 @@ def test_the_layering_check_catches_a_stage_importing_a_later_one(tmp_path):
     """The check above fails for the import issue 28 removed (the suite reaching into the scorers)."""
     bad = tmp_path / "items.py"
     bad.write_text("def f():\n    from ..scorers import SCORERS\n", encoding="utf-8")
-    mods = {**_modules(), "auditor.suite.items": bad}
-    fault = "auditor.suite.items -> auditor.scorers: stage suite imports the later stage scorers"
+    mods = {**_modules(), "auditor.suite.rows": bad}
+    fault = "auditor.suite.rows -> auditor.scorers: stage suite imports the later stage scorers"
     assert _layer_faults(mods) == [fault]
     (tmp_path / "version.py").write_text("from .. import __version__\n", encoding="utf-8")
     mods = {**_modules(), "auditor.util.files": tmp_path / "version.py"}

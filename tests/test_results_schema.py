@@ -37,7 +37,7 @@ from auditor.records import (
     Verdict,
     VocabResize,
     WeightSpace,
-    json_schema,
+    schema_files,
     to_plain,
 )
 from auditor.reports.results_file import RESULTS_SCHEMA_PATH, load_results, schema_error
@@ -58,10 +58,10 @@ SHA = "ab" * 32
 
 
 def test_the_shipped_schema_is_the_generators_output():
-    assert json_schema.SCHEMA_PATH == RESULTS_SCHEMA_PATH
-    assert RESULTS_SCHEMA_PATH.read_text(encoding="utf-8") == json_schema.results_schema_text(), (
-        "auditor/schemas/results.schema.json is stale: run python -m auditor.records.json_schema --write")
-    assert json_schema.main(["--check"]) == 0
+    assert schema_files.SCHEMA_PATH == RESULTS_SCHEMA_PATH
+    assert RESULTS_SCHEMA_PATH.read_text(encoding="utf-8") == schema_files.results_schema_text(), (
+        "auditor/data/schemas/results.schema.json is stale: run python -m auditor.records.schema_files --write")
+    assert schema_files.main(["--check"]) == 0
 
 
 def test_the_schema_is_draft_2020_12_of_this_version():
@@ -281,7 +281,7 @@ class Toy:
 
 
 def test_the_type_mapping():
-    s = json_schema.schema_of(Toy, 1, {"Toy.words": {"minItems": 1, "description": "some"}})
+    s = schema_files.schema_of(Toy, 1, {"Toy.words": {"minItems": 1, "description": "some"}})
     props = s["properties"]
     assert list(props) == [f.name for f in dataclasses.fields(Toy) if f.name != "hidden"]
     assert s["required"] == list(props)[:-1]  # omit_none: a property, not required
@@ -300,11 +300,11 @@ def test_the_type_mapping():
 
 def test_a_table_entry_naming_no_field_and_an_unknown_type_are_refused():
     with pytest.raises(ValueError, match="Toy.wrod"):
-        json_schema.schema_of(Toy, 1, {"Toy.wrod": {"minimum": 1}})
+        schema_files.schema_of(Toy, 1, {"Toy.wrod": {"minimum": 1}})
 
     @dataclasses.dataclass(frozen=True, kw_only=True)
     class Odd:
         when: complex
 
     with pytest.raises(TypeError, match="complex"):
-        json_schema.schema_of(Odd, 1, {})
+        schema_files.schema_of(Odd, 1, {})

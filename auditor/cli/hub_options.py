@@ -1,5 +1,5 @@
 """The options of ``audit run`` and ``audit report`` that ask for the Hub files
-(:class:`~auditor.reports.hub.HubOutputs`)."""
+(:class:`~auditor.reports.hub_files.HubOutputs`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import click
 
 
 def hub_click_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """The ``audit run`` and ``audit report`` options that ask for these files (:class:`~auditor.reports.hub.HubOutputs`' fields:
+    """The ``audit run`` and ``audit report`` options that ask for these files (:class:`~auditor.reports.hub_files.HubOutputs`' fields:
     ``eval_results``, ``eval_results_dataset``, ``model_card``, ``overwrite``)."""
     for option in reversed([
         click.option("--eval-results", "eval_results", type=click.Path(path_type=Path), default=None, metavar="DIR",

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ..errors import EXIT_PASS, EXIT_POLICY_FAIL, AuditInputError
-from ..reports.hub import HubOutputs
+from ..reports.hub_files import HubOutputs
 from ..reports.terminal import print_summary
 from ..reports.terminal import t as _t
 from .console import console, echo_json
@@ -29,7 +29,7 @@ def report_cmd(results_json: Path, out: Path | None, quiet: bool, as_json: bool,
                eval_results_dataset: str | None, model_card: str | None, overwrite: bool) -> None:
     """Re-render every report from a results.json, and/or write its Hub files, without loading any model."""
     from ..reports import ReportRenderError, load_results, render_checklist, report_folder_names, write_reports
-    from ..reports.hub import check_hub_outputs, hub_targets, write_hub_outputs, written_line
+    from ..reports.hub_files import check_hub_outputs, hub_targets, write_hub_outputs, written_line
 
     hub = HubOutputs(eval_results, eval_results_dataset, model_card, overwrite)
     hub.check_options()

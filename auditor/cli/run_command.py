@@ -19,7 +19,7 @@ import click
 from ..backends import BACKENDS
 from ..errors import EXIT_PASS, EXIT_POLICY_FAIL
 from ..options import AuditOptions
-from ..reports.hub import HubOutputs
+from ..reports.hub_files import HubOutputs
 from ..reports.terminal import print_adapter_summary, print_run_table
 from ..reports.terminal import t as _t
 from ..util.cache_store import CACHE_DIR_HELP

@@ -17,8 +17,8 @@ from ..errors import AuditInputError
 from ..records import AdapterConfig, AdapterRecord, AdapterTensor
 from ..util.hashing import adapter_digest, sha256_file
 from .base_shapes import base_linear_shapes, base_weight_shapes
+from .card_label import model_card_label
 from .declared_base import declared_base_status, declared_hint
-from .model_card import model_card_label
 from .paths import CONFIG_NAME, resolve_adapter_path
 from .peft_config import read_config
 from .safetensors_header import check_magic, read_tensors, scan_values

@@ -11,7 +11,7 @@ from typing import Any
 from ..inspect.checkpoints import TrainingRun
 from ..options import AuditOptions
 from ..records.training_run import RunSummary
-from ..reports.hub import HubOutputs
+from ..reports.hub_files import HubOutputs
 from ..results import AuditResult
 from .stages import run_audits
 
@@ -82,7 +82,7 @@ def audit_and_report(adapters: tuple[str, ...], opts: AuditOptions, out: Path | 
         AuditInputError: any fault in the inputs, before a verdict.
     """
     from ..reports import run_summary, write_hub_outputs, write_index, write_reports, write_run_json
-    from ..reports.hub import written_line
+    from ..reports.hub_files import written_line
     from ..reports.terminal import t
 
     folders = report_folders(adapters, out, nested=run is not None) if out is not None else []

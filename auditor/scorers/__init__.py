@@ -3,7 +3,7 @@
 Each scorer turns one (item, generation) into a :class:`~auditor.records.Score` whose ``values``
 are fractions in [0, 1] (or counts, for count metrics) and whose ``detail`` records what the scorer
 saw, so a reviewer can check it. The metrics each scorer reports are declared next to it
-(:class:`~auditor.scorers.base.Scorer`). Every module of this package but :mod:`.base` and
+(:class:`~auditor.scorers.scorer.Scorer`). Every module of this package but :mod:`.scorer` and
 :mod:`.ifeval_checkers` registers one or two scorers when imported; they are all imported here, so
 a new scorer is a new module.
 """
@@ -15,7 +15,7 @@ import pkgutil
 from collections.abc import Mapping, Sequence
 
 from ..records import Generation, Item, MetricSpec, Score
-from .base import SCORERS, Scorer, register
+from .scorer import SCORERS, Scorer, register
 
 for _mod in pkgutil.iter_modules(__path__):
     if _mod.name not in ("base", "ifeval_checkers"):

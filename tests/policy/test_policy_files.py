@@ -9,7 +9,7 @@ from conftest import assert_one_line_error, write_adapter
 from auditor.analysis import StatsSettings, compare_metrics, drift_score
 from auditor.errors import AuditInputError
 from auditor.policy import load_policy
-from auditor.policy.files import BUNDLED_POLICIES
+from auditor.policy.extends import BUNDLED_POLICIES
 from auditor.policy.rules import judge
 from auditor.records import AdapterRecord, Capability, Item, MetricSpec, Score, Suite
 from auditor.reports.view import no_drift_note
