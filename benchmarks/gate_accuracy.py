@@ -170,7 +170,8 @@ def run_truth(n_items: int, group: int, only: list[str], batch_size: int, intend
     row of the committed table where no record is saved; ``force``: even where the record is current,
     e.g. after a new metric of those capabilities)."""
     from auditor.analysis import StatsSettings, compare_metrics
-    from auditor.backends import GenerationCache, HFBackend
+    from auditor.backends import HFBackend
+    from auditor.cache import GenerationCache
     from auditor.inspect import inspect_adapter, resolve_base
     from auditor.records import to_plain
     from auditor.scorers import score_all

@@ -21,7 +21,7 @@ from typing import Any, Literal
 import jsonschema
 import pytest
 
-from auditor.backends.cache import CacheStats
+from auditor.cache.generations import CacheStats
 from auditor.inspect.hub import HubRef
 from auditor.records import (
     AdapterRecord,

@@ -1,7 +1,6 @@
 """Stage 3 — generate: one backend, one model load, every variant of every item.
 
 * :mod:`.base`: the :class:`Backend` protocol and :class:`CachedBackend`, what all backends share;
-* :mod:`.cache`: the content-addressed generation cache;
 * :mod:`.hf`: transformers + peft (CPU, or one GPU);
 * :mod:`.vllm_engine` (with :mod:`.vllm_compat`, what vLLM can serve): one vLLM engine;
 * :mod:`.openai_server`: an OpenAI-compatible server;
@@ -20,7 +19,6 @@ from ..records import AdapterConfig, AdapterTensor
 from ..util.registry import Registry
 from . import vllm_compat
 from .base import Backend, BackendClass, CachedBackend, GenerationStats
-from .cache import GenerationCache
 from .hf import HFBackend
 from .openai_server import OpenAIBackend
 from .vllm_compat import vllm_unsupported
@@ -65,5 +63,5 @@ def fall_back_for(requested: str, name: str, reason: str, cfg: AdapterConfig,
     return name, reason
 
 
-__all__ = ["BACKENDS", "Backend", "BackendClass", "CachedBackend", "GenerationCache", "GenerationStats", "HFBackend",
+__all__ = ["BACKENDS", "Backend", "BackendClass", "CachedBackend", "GenerationStats", "HFBackend",
            "OpenAIBackend", "VLLMBackend", "choose_backend", "fall_back_for"]

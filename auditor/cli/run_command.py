@@ -17,12 +17,12 @@ from typing import Any
 import click
 
 from ..backends import BACKENDS
+from ..cache.store import CACHE_DIR_HELP
 from ..errors import EXIT_PASS, EXIT_POLICY_FAIL
 from ..options import AuditOptions
 from ..reports.hub_files import HubOutputs
 from ..reports.terminal import print_adapter_summary, print_run_table
 from ..reports.terminal import t as _t
-from ..util.cache_store import CACHE_DIR_HELP
 from ..util.text import strip_controls
 from .console import console, echo_json
 from .hub_options import hub_click_options

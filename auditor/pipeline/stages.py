@@ -17,12 +17,14 @@ from typing import Any
 from rich.markup import escape
 
 from ..analysis.noise_floor import noise_floor
-from ..backends import BACKENDS, Backend, GenerationCache, choose_backend, fall_back_for
+from ..backends import BACKENDS, Backend, choose_backend, fall_back_for
 from ..backends.hardware import choose_dtype
 from ..backends.ray_cluster import RayBackend
 from ..backends.ray_setup import check_ray_options
 from ..backends.vllm_compat import gpu_present, vllm_architecture_fault
 from ..backends.vllm_setup import EngineStartError
+from ..cache import GenerationCache
+from ..cache.store import using_cache_dir
 from ..errors import AuditInputError
 from ..inspect import bin_adapter_file, choose_base, convert_bin_adapter, hub, inspect_adapter, preflight_adapter
 from ..inspect.chat_template import MODES as TEMPLATE_MODES
@@ -33,7 +35,6 @@ from ..records import BaseModel, PromptTemplate, Variant
 from ..results import AuditResult
 from ..scorers import SCORERS, score_all
 from ..suite import load_suite, plan_requests, preset_metric_units
-from ..util.cache_store import using_cache_dir
 from ..util.files import cache_dir
 from ..util.hashing import adapter_digest, folder_digest, sha256_file
 from .assembly import BaselineRun, Run
