@@ -14,6 +14,8 @@ backend of a run is chosen. A new backend is one module with a :class:`CachedBac
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..errors import AuditInputError
 from ..records import AdapterConfig, AdapterTensor
 from ..util.registry import Registry
@@ -63,5 +65,20 @@ def fall_back_for(requested: str, name: str, reason: str, cfg: AdapterConfig,
     return name, reason
 
 
+def fall_back_for_base(requested: str, name: str, reason: str, base_path: Path) -> tuple[str, str]:
+    """With ``--backend auto``, the hf backend (and why) for a base whose architecture vLLM cannot serve; else
+    ``(name, reason)`` (dtype ``auto`` chooses the same for hf as for vllm).
+
+    Raises:
+        AuditInputError: ``--backend vllm`` asked for a base vLLM cannot serve.
+    """
+    if name == "vllm" and (fault := vllm_compat.vllm_architecture_fault(base_path)):
+        if requested != "auto":
+            raise AuditInputError(base_path / "config.json", f"{fault}; run the audit with --backend hf instead")
+        return "hf", f"auto: {fault}, hf"
+    return name, reason
+
+
 __all__ = ["BACKENDS", "Backend", "BackendClass", "CachedBackend", "GenerationStats", "HFBackend",
-           "OpenAIBackend", "VLLMBackend", "choose_backend", "fall_back_for"]
+           "OpenAIBackend", "VLLMBackend", "choose_backend", "fall_back_for",
+           "fall_back_for_base"]

@@ -37,7 +37,7 @@ from ..results import AuditResult
 from ..scorers import score_all
 from ..suite import plan_requests
 from ..suite.pools import Pool, load_pool
-from . import assembly
+from . import assembly, progress
 from .assembly import Evidence, Run
 
 Log = Callable[[str], Any]
@@ -244,9 +244,7 @@ def one_result(run: Run, variant: Variant, adapter_gens: list[Generation], log: 
             break
         new = fresh_items
         look += 1
-        log(f"round {look - 1}: {len(undecided)} rule{'s' if len(undecided) != 1 else ''} undecided "
-            f"({', '.join(escape(r.rule) for r in undecided[:4])}{', ...' if len(undecided) > 4 else ''}); "
-            f"{len(new)} more items for {', '.join(sorted({i.capability for i in new}))}")
+        log(progress.round_line(look, undecided, {i.capability for i in new}, len(new)))
         names = ("base", variant.name, *(("baseline",) if run.baseline else ()))
         fresh = run.backend.generate(plan_requests(replace(suite, items=tuple(new)), names))
         new_items = {i.id: i for i in new}

@@ -11,17 +11,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from rich.markup import escape
 
 from ..analysis.noise_floor import noise_floor
-from ..backends import BACKENDS, Backend, choose_backend, fall_back_for
+from ..backends import BACKENDS, Backend, choose_backend, fall_back_for, fall_back_for_base
 from ..backends.hardware import choose_dtype
 from ..backends.ray_cluster import RayBackend
 from ..backends.ray_setup import check_ray_options
-from ..backends.vllm_compat import gpu_present, vllm_architecture_fault
+from ..backends.vllm_compat import gpu_present
 from ..backends.vllm_setup import EngineStartError
 from ..cache import GenerationCache
 from ..cache.store import using_cache_dir
@@ -31,12 +32,13 @@ from ..inspect.chat_template import MODES as TEMPLATE_MODES
 from ..inspect.chat_template import choose_templates, load_template_file
 from ..options import AuditOptions
 from ..policy import load_policy
-from ..records import BaseModel, PromptTemplate, Variant
+from ..records import BaseModel, Generation, PromptTemplate, Request, Variant
 from ..results import AuditResult
-from ..scorers import SCORERS, score_all
+from ..scorers import SCORERS, check_scorer_data, score_all
 from ..suite import load_suite, plan_requests, preset_metric_units
 from ..util.files import cache_dir
 from ..util.hashing import adapter_digest, folder_digest, sha256_file
+from . import progress
 from .assembly import BaselineRun, Run
 from .rounds import one_result
 
@@ -118,19 +120,10 @@ def _run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print,
     suite = load_suite(opts.suite, limit=opts.limit, only=opts.capabilities, data_dir=opts.data_dir, scorers=SCORERS)
     units = {**preset_metric_units(SCORERS), **suite.metric_units}
     policy = load_policy(opts.policy, sorted(units), units)
-    if any(c.scorer == "ifeval" for c in suite.capabilities):
-        from ..scorers.ifeval_checkers import PunktDataError, ensure_punkt
-
-        try:
-            ensure_punkt()
-        except PunktDataError as e:
-            raise AuditInputError("nltk punkt_tab", str(e)) from None
+    check_scorer_data(c.scorer for c in suite.capabilities)
     base, base_warnings = choose_base(opts.base, [(pre.folder / "adapter_config.json", pre.config.base_model_name_or_path)
                                                   for pre in checked])
-    if backend_name == "vllm" and (fault := vllm_architecture_fault(base.path)):
-        if opts.backend != "auto":
-            raise AuditInputError(base.path / "config.json", f"{fault}; run the audit with --backend hf instead")
-        backend_name, backend_reason = "hf", f"auto: {fault}, hf"  # choose_dtype's choice is the same for hf
+    backend_name, backend_reason = fall_back_for_base(opts.backend, backend_name, backend_reason, base.path)
     if opts.chat_template not in TEMPLATE_MODES:  # a --chat-template FILE is checked now, before the pre-screen's SVDs
         load_template_file(opts.chat_template, base.path)
     base_digest = folder_digest(base.path)
@@ -150,42 +143,21 @@ def _run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print,
                         warnings=(*([w] if (w := base_warnings.get(pre.folder / "adapter_config.json")) else []),
                                   *template_warnings[n]))
                 for n, i, pre in zip(names, infos, checked)]
-    log(f"base: {escape(base.name)} ({escape(base.source)}; {escape(base.reason)})")
-    for v in variants:
-        info = v.info
-        log(f"adapter: {escape(info.path)} ({'DoRA' if info.dora else 'LoRA'} "
-            f"rank {info.max_rank}{f' (config r={info.r})' if info.max_rank != info.r else ''}, "
-            f"{info.matched_modules} modules)")
-        for w in (*info.warnings, *v.warnings):
-            log(f"[yellow]warning:[/] {escape(w)}")
+    for line in progress.setup_lines(base, variants):
+        log(line)
 
     cache = GenerationCache.default(enabled=opts.cache)
     log(f"backend: {backend_name} ({backend_reason})")
     started: list[Backend] = []  # a Ray run's workers end with the run, and a fallback's first engine before it
     try:
-        backend = _start(backend_name, opts, base, variants, cache, base_digest, templates, log, started)
-        requests = plan_requests(suite, ("base", *names))
-        try:
-            generations = backend.generate(requests)
-        except EngineStartError as e:  # --backend auto: an engine that cannot start falls back to hf, as auto does
-            if opts.backend != "auto":  # for adapters vLLM cannot serve
-                raise
-            backend_name, backend_reason = "hf", f"auto: the vLLM engine did not start ({e.cause}), hf"
-            backend = _start("hf", opts, base, variants, cache, base_digest, templates, log, started)
-            backend.setup_warnings.append(backend_reason)
-            log(f"backend: hf ({escape(backend_reason)})")
-            generations = backend.generate(requests)
+        start = partial(_start, opts=opts, base=base, variants=variants, cache=cache, base_digest=base_digest,
+                        templates=templates, log=log, started=started)
+        backend, backend_reason, generations = _first_look(start, backend_name, backend_reason, opts.backend,
+                                                           plan_requests(suite, ("base", *names)), log)
         for w in backend.setup_warnings:
-            log(f"[yellow]warning:[/] {escape(w)}")
-        cs = cache.stats
-        if cs.enabled:
-            shared = "" if cs.location is None or cs.location["protocol"] == "file" and Path(cs.location["path"]).parent \
-                == cache_dir() else f" ({escape(cs.location['protocol'])}: {escape(cs.location['path'])})"
-            log(f"generation cache{shared}: {sum(cs.hits.values())} hits ("
-                + ", ".join(f"{v} {n}" for v, n in sorted(cs.hits.items())) + f"), {sum(cs.misses.values())} generated")
-            if cs.failed_writes:
-                log(f"[yellow]warning:[/] {cs.failed_writes} answers could not be written to the cache "
-                    f"({escape(cs.write_error)}); this audit has them, the next one generates them again")
+            log(progress.warning(w))
+        for line in progress.cache_lines(cache.stats):
+            log(line)
         items = {i.id: i for i in suite.items}
         scorer_of = {c.name: c.scorer for c in suite.capabilities}
         base_gens = tuple(g for g in generations if g.variant == "base")
@@ -204,7 +176,7 @@ def _run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print,
         for v in variants[:len(adapters)]:
             results.append(one_result(run, v, [g for g in generations if g.variant == v.name], log))
             if stop_after is not None and stop_after(results[-1]) and len(results) < len(adapters):
-                log(f"stopped after {escape(v.info.path)}: {len(adapters) - len(results)} not audited")
+                log(progress.stopped_line(v, len(adapters) - len(results)))
                 break
         return results
     finally:
@@ -212,7 +184,25 @@ def _run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print,
             _close(b)
 
 
-def _start(name: str, opts: AuditOptions, base: BaseModel, variants: list[Variant], cache: GenerationCache,
+def _first_look(start: Callable[[str], Backend], name: str, reason: str, requested: str, requests: list[Request],
+                log: Log) -> tuple[Backend, str, list[Generation]]:
+    """The run's backend started (``start``) and every variant's answers to the suite's items, with the backend's
+    name-and-reason as the run records it: with ``--backend auto``, a vLLM engine that cannot start falls back to
+    hf, as auto does for adapters vLLM cannot serve."""
+    backend = start(name)
+    try:
+        return backend, reason, backend.generate(requests)
+    except EngineStartError as e:
+        if requested != "auto":
+            raise
+        reason = f"auto: the vLLM engine did not start ({e.cause}), hf"
+        backend = start("hf")
+        backend.setup_warnings.append(reason)
+        log(f"backend: hf ({escape(reason)})")
+        return backend, reason, backend.generate(requests)
+
+
+def _start(name: str, *, opts: AuditOptions, base: BaseModel, variants: list[Variant], cache: GenerationCache,
            base_digest: str, templates: dict[str, PromptTemplate], log: Log, started: list[Backend]) -> Backend:
     """The run's backend, with each variant's chat template set (no engine loads yet), added to ``started``;
     with ``--ray``, the engine on the Ray cluster's workers (:class:`~auditor.backends.ray_cluster.RayBackend`:

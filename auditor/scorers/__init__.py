@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
+from ..errors import AuditInputError
 from ..records import Generation, Item, MetricSpec, Score
 from .scorer import SCORERS, Scorer, register
 
@@ -56,4 +57,20 @@ def score_all(items: Mapping[str, Item], generations: Sequence[Generation], scor
     return out
 
 
-__all__ = ["SCORERS", "Scorer", "register", "metrics_of", "score_all"]
+def check_scorer_data(scorers: Iterable[str]) -> None:
+    """Refuse, before any model loads, a run whose scorers lack data they need: IFEval's checkers need NLTK's
+    English punkt_tab.
+
+    Raises:
+        AuditInputError: naming the data and how to get it.
+    """
+    if "ifeval" in scorers:
+        from .ifeval_checkers import PunktDataError, ensure_punkt
+
+        try:
+            ensure_punkt()
+        except PunktDataError as e:
+            raise AuditInputError("nltk punkt_tab", str(e)) from None
+
+
+__all__ = ["SCORERS", "Scorer", "register", "check_scorer_data", "metrics_of", "score_all"]
