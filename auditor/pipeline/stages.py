@@ -59,7 +59,8 @@ def _check_given_once(opts: AuditOptions, given: tuple[str, ...], arg: str, dige
     seen[digest] = arg
 
 
-def _given_adapters(opts: AuditOptions, adapters: tuple[str, ...]) -> tuple[tuple[str, ...], dict, dict]:
+def _given_adapters(opts: AuditOptions, adapters: tuple[str, ...]
+                    ) -> tuple[tuple[str, ...], dict[str, dict[str, str]], dict[str, Path]]:
     """The adapters (and ``--baseline``) as local folders: hub ids resolved to snapshots, ``--allow-bin``
     pickles converted in the cache. Returns (paths, hub record per path, user's .bin per converted path)."""
     given = (*adapters, opts.baseline) if opts.baseline else tuple(adapters)
