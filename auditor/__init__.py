@@ -4,14 +4,25 @@
     result = audit("path/to/adapter", suite="smoke")    # an AuditResult
     result.passed, result.verdict.failing
 
-The packages, in data-flow order (DESIGN.md §2): :mod:`auditor.inspect` (the adapter and the base,
-before any model loads) → :mod:`auditor.suite` (manifests, items, benchmarks, the plan) →
-:mod:`auditor.backends` (generation and its cache) → :mod:`auditor.scorers` → :mod:`auditor.analysis`
-(statistics, comparisons, DriftScore) → :mod:`auditor.policy` (the rules, the verdict) →
-:mod:`auditor.reports`. :mod:`auditor.pipeline` runs them in order; :mod:`auditor.records` and
-:mod:`auditor.results` are the typed records between them; :mod:`auditor.cli` is the command line,
-:mod:`auditor.ci` the GitHub Action's steps, :mod:`auditor.callback` the trainer callback (an audit of
-each checkpoint a transformers ``Trainer`` saves), :mod:`auditor.util` leaf utilities.
+One adapter's walk from ``audit ADAPTER`` to its verdict, the packages in the order to open them:
+:mod:`auditor.cli` (the command line: every option read into one record, the audit's settings made of it) →
+:mod:`auditor.pipeline` (what runs an audit: report folders checked, then the stages below in order, one
+adapter's looks and rounds, its result assembled) → :mod:`auditor.inspect` (the adapter's files and the base,
+before any model loads: the adapter becomes its one :class:`~auditor.records.AdapterRecord`) →
+:mod:`auditor.suite` (manifests, items, benchmarks, the requests) → :mod:`auditor.backends` (generation:
+hf, vllm, openai, on Ray or not) → :mod:`auditor.scorers` (each answer scored) → :mod:`auditor.analysis`
+(paired statistics, comparisons, DriftScore) → :mod:`auditor.policy` (the rules, the verdict) →
+:mod:`auditor.reports` (results.json, report.html and the rest, written from the
+:class:`~auditor.results.AuditResult`); the command prints the verdict and exits with its code.
+
+Beside the walk: :mod:`auditor.records` and :mod:`auditor.results` are the typed records between the
+stages (the adapter's record is made once, by inspection, and is results.json's ``adapter`` block),
+:mod:`auditor.options` the settings of an audit, :mod:`auditor.cache` the answer cache the backends and the
+pre-screen read and write, :mod:`auditor.util` leaf utilities, :mod:`auditor.errors` the input errors and
+exit codes; :mod:`auditor.api` is the Python API (``audit``, ``audit_many``: the same pipeline),
+:mod:`auditor.ci` the GitHub Action's steps, :mod:`auditor.callback` the trainer callback (an audit of each
+checkpoint a transformers ``Trainer`` saves). ``auditor/data/`` holds the shipped data: the suites' presets,
+items and pools, and the JSON Schemas of results.json and run.json.
 
 Importing this package imports nothing but its version constant (:mod:`auditor.util.version`, a leaf:
 the GitHub Action reads it before installing anything); the API is loaded on first use.

@@ -20,16 +20,11 @@ import dataclasses
 import difflib
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .errors import AuditInputError
-from .inspect.checkpoints import TrainingRun
 from .options import AuditOptions, parse_budget
-from .records.training_run import RunSummary
 from .results import AuditResult
-
-if TYPE_CHECKING:
-    from .reports.hub import HubOutputs
 
 #: the ``audit`` command's option names (click's Python names) that are not :class:`AuditOptions` fields,
 #: each with the fields it sets: ``budget`` (``--budget``, read by :func:`auditor.options.parse_budget`),
@@ -110,123 +105,6 @@ def plain_log(log: Callable[[str], Any] | None, quiet: bool = False) -> Callable
     return say
 
 
-def report_folders(adapters: tuple[str, ...], out: Path, nested: bool = False) -> list[Path]:
-    """The report folder of each adapter (``out`` itself for one, ``out/<folder name>`` for several or
-    with ``nested``: a training run's checkpoints), each checked before any audit starts.
-
-    Raises:
-        AuditInputError: a folder that cannot hold the reports.
-    """
-    from .reports import check_no_folders, check_out_dir, report_folder_names
-
-    if len(adapters) == 1 and not nested:
-        check_out_dir(out)
-        return [out]
-    folders = [out / n for n in report_folder_names(list(adapters))]
-    for f in folders:
-        check_out_dir(f)
-    check_no_folders(out, ("index.html", "run.json"))  # the index beside them
-    return folders
-
-
-def expand_run(adapters: tuple[str, ...], checkpoints: str | None, stop_at_first_fail: bool, allow_bin: bool = False
-               ) -> tuple[tuple[str, ...], TrainingRun | None]:
-    """The adapters to audit: a training run folder given alone (``checkpoint-N/`` folders in it, not itself an
-    adapter; with ``--checkpoints`` or ``--stop-at-first-fail`` it may be one too, as a Trainer's output_dir after
-    ``save_model()``) becomes its selected checkpoints in step order (``checkpoints``: ``--checkpoints``, default
-    all; ``allow_bin``: ``--allow-bin``, checkpoints saved as adapter_model.bin are taken too).
-
-    Raises:
-        AuditInputError: ``--checkpoints`` or ``--stop-at-first-fail`` without a run folder, a run folder given
-            with other adapters, or a fault of the run (:func:`auditor.inspect.checkpoints.training_run`).
-    """
-    from .inspect.checkpoints import is_run_dir, training_run
-
-    # with --checkpoints or --stop-at-first-fail, a Trainer's output_dir that is an adapter too (its final
-    # save_model()) is the run its checkpoint-N folders make; without them it is that final adapter
-    asked = checkpoints is not None or stop_at_first_fail
-    runs = [a for a in adapters if is_run_dir(a, adapter_too=asked and len(adapters) == 1)]
-    if runs and len(adapters) > 1:
-        raise AuditInputError(runs[0], "is a training run folder (checkpoint-N folders): audit it alone, or give "
-                                       "its checkpoint folders as adapters")
-    if not runs:
-        if checkpoints is not None or stop_at_first_fail:
-            what = "--checkpoints" if checkpoints is not None else "--stop-at-first-fail"
-            raise AuditInputError(what, "needs a training run folder (one holding checkpoint-N folders) as the "
-                                        "one argument")
-        return adapters, None
-    run = training_run(runs[0], checkpoints or "all", stop_at_first_fail, allow_bin)
-    return tuple(str(c.path) for c in run.checkpoints), run
-
-
-def hub_outputs_for(adapters: tuple[str, ...], opts: AuditOptions, hub: HubOutputs | None, nested: bool
-                    ) -> list[tuple[Path | None, Path | None]]:
-    """Each adapter's Hub files (:func:`auditor.reports.hub_targets`: evaluation results folder, model card),
-    checked before any audit: every file a metric of the suite could write (the metric ids read from its
-    manifest, no item loaded). Empty without ``hub`` (or when it asks for none).
-
-    Raises:
-        AuditInputError: options that do not go together, or a target that cannot be written (an existing
-            file without ``overwrite`` included).
-    """
-    from .reports import check_hub_outputs, hub_targets, report_folder_names
-
-    if hub is None:
-        return []
-    if not hub.wanted:
-        hub.check_options()  # --eval-results-dataset or --overwrite alone
-        return []
-    targets = hub_targets(hub, report_folder_names(list(adapters)), nested)
-    metrics: list[str] = []
-    if hub.eval_results is not None:
-        from .scorers import SCORERS
-        from .suite.manifest import manifest_metric_ids
-
-        metrics = manifest_metric_ids(opts.suite, opts.capabilities, scorers=SCORERS)
-    check_hub_outputs(hub, targets, metrics)
-    return targets
-
-
-def audit_and_report(adapters: tuple[str, ...], opts: AuditOptions, out: Path | None, log: Callable[[str], Any],
-                     run: TrainingRun | None = None, hub: HubOutputs | None = None
-                     ) -> tuple[list[AuditResult], list[dict[str, Path]], Path | None, RunSummary | None]:
-    """Audit ``adapters`` (one base pass) and, with ``out``, write each one's reports and, for several, the
-    index: what :func:`audit_many` and the ``audit`` command share. For a training run (``run``: its selected
-    checkpoints are ``adapters``, in step order), each report goes to ``out/checkpoint-N/``, and ``out/run.json``
-    and ``out/index.html`` (with the trajectory charts) are written too; ``run.stop_at_first_fail`` ends the run
-    after the first checkpoint that fails. With ``hub``, each adapter's evaluation results and model card section
-    are written too (:func:`hub_outputs_for`: where, checked before the audit starts).
-
-    Returns:
-        The results in the order given (for a run stopped early, those audited), each one's report files
-        (report name → path; empty without ``out``), the index (None for one adapter or without ``out``) and,
-        for a run, its run.json record (:class:`~auditor.records.training_run.RunSummary`; else None).
-
-    Raises:
-        AuditInputError: any fault in the inputs, before a verdict.
-    """
-    from .pipeline import run_audits
-    from .reports import run_summary, write_hub_outputs, write_index, write_reports, write_run_json
-    from .reports.hub import written_line
-    from .reports.terminal import t
-
-    folders = report_folders(adapters, out, nested=run is not None) if out is not None else []
-    targets = hub_outputs_for(adapters, opts, hub, nested=run is not None)
-    stop = (lambda r: not r.passed) if run is not None and run.stop_at_first_fail else None
-    results = run_audits(adapters, opts, log=log, stop_after=stop)
-    paths = [write_reports(result, folder) for result, folder in zip(results, folders)]
-    if hub is not None:
-        for result, target in zip(results, targets):
-            log(t(written_line(write_hub_outputs(result, target, hub))))
-    summary = None if run is None else run_summary(run.run_dir, run.selection, run.checkpoints, results,
-                                                   [f.name for f in folders] or [None] * len(adapters))
-    if summary is not None and out is not None:
-        write_run_json(summary, out)
-    index = (write_index(results, [f.name for f in folders], out, summary)
-             if out is not None and (len(adapters) > 1 or summary is not None) else None)
-    return results, paths, index, summary
-
-
 def audit_many(adapters: list[str] | tuple[str, ...], *, options: AuditOptions | None = None,
                out: str | Path | None = None, log: Callable[[str], Any] | None = None,
                eval_results: str | Path | None = None, eval_results_dataset: str | None = None,
@@ -241,11 +119,13 @@ def audit_many(adapters: list[str] | tuple[str, ...], *, options: AuditOptions |
         AuditInputError: any fault in the inputs (one line: ``e.one_line()``), before a verdict.
         TypeError: an unknown option name, or one given twice (:func:`audit_options`).
     """
-    from .reports.hub import HubOutputs
+    from .reports.hub_files import HubOutputs
 
     opts = audit_options(options, **keywords)
     hub = HubOutputs(eval_results=None if eval_results is None else Path(eval_results), dataset=eval_results_dataset,
                      model_card=None if model_card is None else str(model_card), overwrite=overwrite)
+    from .pipeline import audit_and_report
+
     results, _, _, _ = audit_and_report(tuple(str(a) for a in adapters), opts, None if out is None else Path(out),
                                      plain_log(log, quiet=keywords.get("quiet") is True), hub=hub)
     return results

@@ -43,7 +43,7 @@ class AuditOptions:
     #: ``--cache-dir``: a folder (the whole cache moves there, as with ``$AUDITOR_CACHE_DIR``) or an fsspec URL
     #: (``s3://bucket/prefix``, ``gs://…``, ``file:///…``: the answer cache, generations and weight-space
     #: pre-screens, goes there; converted models and the rest stay local); None: ``$AUDITOR_GENERATION_CACHE``
-    #: for the answer cache when set, else the local cache (:func:`auditor.util.cache_store.using_cache_dir`)
+    #: for the answer cache when set, else the local cache (:func:`auditor.cache.store.using_cache_dir`)
     cache_dir: str | None = None
     #: show rich progress bars on stderr (``--quiet`` turns them off)
     progress: bool = True

@@ -2,7 +2,7 @@
 
 :class:`AuditResult` is what the pipeline returns (:func:`auditor.audit`), what every
 report format reads, and what ``audit report`` loads back from results.json (checked
-against the shipped JSON Schema ``auditor/schemas/results.schema.json`` first, then typed
+against the shipped JSON Schema ``auditor/data/schemas/results.schema.json`` first, then typed
 with :func:`auditor.records.plain.from_plain`). Its fields, in order, are results.json's
 top-level keys; each part's fields are that block's keys.
 
@@ -16,16 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .records import (
-    AdapterInfo,
+    AdapterRecord,
     Budget,
     DriftResult,
     MetricComparison,
     NoiseFloor,
     Round,
-    TokenizerFiles,
     Verdict,
-    VocabResize,
-    WeightSpace,
 )
 from .records.plain import from_plain, to_plain
 
@@ -33,45 +30,6 @@ from .records.plain import from_plain, to_plain
 RESULTS_SCHEMA_VERSION = 6
 
 _OMIT = {"omit_none": True}
-
-
-@dataclass(frozen=True, kw_only=True)
-class AdapterRecord:
-    """``adapter`` (and ``baseline.adapter``): :class:`~auditor.records.AdapterInfo`'s fields plus
-    ``max_rank`` (the largest real rank), ``content_sha256`` (weights and config,
-    :func:`auditor.util.hashing.adapter_digest`) and ``hub`` (the resolved hub revision, or null)."""
-
-    path: str = ""
-    weights_file: str = ""
-    sha256: str = ""
-    peft_type: str = "LORA"
-    r: int = 0
-    lora_alpha: float = 0.0
-    target_modules: tuple[str, ...] = ()
-    ranks: Mapping[str, int] = field(default_factory=dict)
-    n_tensors: int = 0
-    size_bytes: int = 0
-    declared_base: str = ""
-    nominal_label: str | None = None
-    matched_modules: int = 0
-    no_effect: bool = False
-    warnings: tuple[str, ...] = ()
-    dora: bool = False
-    max_rank: int = 0
-    content_sha256: str | None = field(default=None, metadata=_OMIT)
-    hub: Mapping[str, Any] | None = None
-    declared_base_status: str | None = field(default=None, metadata=_OMIT)
-    weight_space: WeightSpace | None = None
-    tokenizer_files: TokenizerFiles | None = None
-    vocab_resize: VocabResize | None = None
-
-    @classmethod
-    def of(cls, info: AdapterInfo, digest: str, hub: Mapping[str, Any] | None,
-           warnings: tuple[str, ...] = ()) -> AdapterRecord:
-        """The record of an inspected adapter; ``warnings``: the run's findings about it after inspection
-        (its chat template, the engine's setup), after the inspection's own."""
-        return from_plain(cls, to_plain(info) | {"max_rank": info.max_rank, "content_sha256": digest, "hub": hub,
-                                                 "warnings": [*info.warnings, *warnings]})
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -27,7 +27,7 @@ def main() -> None:
     path = str(resolve_base(None).path)
     tok = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16).eval()
-    rows = [json.loads(line) for line in (REPO / "auditor/suites/builtin/ifeval.jsonl").open()][:24]
+    rows = [json.loads(line) for line in (REPO / "auditor/data/suites/builtin/ifeval.jsonl").open()][:24]
     prompts = [list(tok.apply_chat_template([{"role": "user", "content": r["prompt"]}], add_generation_prompt=True,
                                             return_dict=False)) for r in rows]
     config = GenerationConfig(do_sample=False, eos_token_id=model.generation_config.eos_token_id,

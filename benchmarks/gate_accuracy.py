@@ -87,9 +87,9 @@ def truth_suite(n_items: int, capabilities: list[str] | None = None):
     or every row of its :data:`TRUTH_POOLS` file."""
     from auditor.scorers import SCORERS
     from auditor.suite import load_suite
-    from auditor.suite.items import item_from_row
     from auditor.suite.manifest import manifest_specs
     from auditor.suite.pools import load_pool
+    from auditor.suite.rows import item_from_row
 
     smoke = load_suite("smoke", scorers=SCORERS)
     specs = {c.name: c for c in manifest_specs(Path(smoke.path))}
@@ -170,7 +170,8 @@ def run_truth(n_items: int, group: int, only: list[str], batch_size: int, intend
     row of the committed table where no record is saved; ``force``: even where the record is current,
     e.g. after a new metric of those capabilities)."""
     from auditor.analysis import StatsSettings, compare_metrics
-    from auditor.backends import GenerationCache, HFBackend
+    from auditor.backends import HFBackend
+    from auditor.cache import GenerationCache
     from auditor.inspect import inspect_adapter, resolve_base
     from auditor.records import to_plain
     from auditor.scorers import score_all

@@ -29,10 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from auditor.analysis import compare_metrics, drift_score  # noqa: E402
 from auditor.analysis.stats import GAP_AGGREGATES  # noqa: E402
+from auditor.pipeline.rounds import round_sizes  # noqa: E402
 from auditor.policy import load_policy  # noqa: E402
 from auditor.policy.rules import judge  # noqa: E402
-from auditor.records import AdapterInfo, Capability, Item, Score  # noqa: E402
-from auditor.rounds import round_sizes  # noqa: E402
+from auditor.records import AdapterRecord, Capability, Item, Score  # noqa: E402
 from auditor.scorers import SCORERS
 from auditor.suite import load_suite, preset_metric_units  # noqa: E402
 
@@ -131,7 +131,7 @@ def simulate(policy_path: str | None, n_audits: int, flip: float, harm: dict[str
     if statistics:  # e.g. beta=0.1, looks=4: the policy's statistics section with these changed
         policy = dataclasses.replace(policy, statistics=dataclasses.replace(policy.statistics, **statistics))
     caps = list(suite.capabilities)
-    adapter = AdapterInfo(path="sim", weights_file="sim", sha256="0" * 64, peft_type="LORA", r=8, lora_alpha=16, target_modules=["q_proj"], ranks={}, n_tensors=2, size_bytes=1, declared_base="", nominal_label=None, matched_modules=1)
+    adapter = AdapterRecord(path="sim", weights_file="sim", sha256="0" * 64, peft_type="LORA", r=8, lora_alpha=16, target_modules=["q_proj"], ranks={}, n_tensors=2, size_bytes=1, declared_base="", nominal_label=None, matched_modules=1)
     rng = np.random.default_rng(seed)
     results = []
     for _ in range(n_audits):

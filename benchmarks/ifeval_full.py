@@ -27,8 +27,8 @@ from auditor.records import Capability, Suite
 from auditor.scorers import SCORERS, metrics_of, score_all
 from auditor.scorers.ifeval_checkers import ensure_punkt
 from auditor.suite.benchmarks.ifeval import read_ifeval
-from auditor.suite.items import item_from_row
 from auditor.suite.plan import plan_requests
+from auditor.suite.rows import item_from_row
 from auditor.suite.specs import CapabilitySpec, SourceSpec
 
 

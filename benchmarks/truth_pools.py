@@ -1,6 +1,6 @@
 """Held-out items for the gate benchmark's ground truth where a capability's own pool is too small.
 
-``trigger``: the product's pool (``auditor/suites/pools/trigger.jsonl``) has 45 clusters beyond the
+``trigger``: the product's pool (``auditor/data/suites/pools/trigger.jsonl``) has 45 clusters beyond the
 smoke suite and an audit's rounds can draw 35 of them, which leaves the truth 10 clusters (60
 items): too few for a base that answers a question either in all six contexts or in none (the
 previous truth's 8 clusters sat at 2% for the base against 29% in the audits). This draws 40 new
@@ -29,7 +29,7 @@ def trigger_rows() -> list[dict]:
     sys.path.insert(0, str(ROOT / "scripts" / "pools"))
     import gen_trigger
 
-    pool = [json.loads(line) for line in (ROOT / "auditor" / "suites" / "pools" / "trigger.jsonl").open(encoding="utf-8")]
+    pool = [json.loads(line) for line in (ROOT / "auditor" / "data" / "suites" / "pools" / "trigger.jsonl").open(encoding="utf-8")]
     return gen_trigger.rows(seed=SEED, n_clusters=N_CLUSTERS, exclude=tuple(pool), prefix="tt")
 
 

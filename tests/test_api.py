@@ -42,9 +42,9 @@ def test_audit_through_the_python_api_returns_the_typed_result(tmp_path):
 @pytest.mark.parametrize("text", ["auto", "0", "300", "10m", "20ktok", "auto,20m", "300, 90s", "20ktok,1h"])
 def test_budget_is_read_as_the_command_reads_it(text):
     from auditor.api import audit_options
-    from auditor.cli import _Budget
+    from auditor.cli.run_command import _Budget
     from auditor.options import AuditOptions
-    from auditor.rounds import budget_for
+    from auditor.pipeline.rounds import budget_for
     from auditor.scorers import SCORERS
     from auditor.suite.manifest import load_suite
 

@@ -63,15 +63,24 @@ def test_usage_errors_are_one_line(tmp_path):
     assert_one_line_error(audit("report", tmp_path / "missing.json", "--out", tmp_path), "missing.json")
 
 
+def test_run_options_record_has_one_field_per_option_of_audit_run():
+    """``audit run`` hands its options on as one RunOptions record: a field for each option, no other."""
+    import dataclasses
+
+    from auditor.cli.run_command import RunOptions, run_cmd
+
+    assert sorted(p.name for p in run_cmd.params) == sorted(f.name for f in dataclasses.fields(RunOptions))
+
+
 @pytest.mark.parametrize("text,parsed", [
     ("auto", (None, None, None)), ("0", (0, None, None)), ("300", (300, None, None)),
     ("10m", (10 ** 9, 600.0, None)), ("20ktok", (10 ** 9, None, 20000)),
     ("auto,20m", (None, 1200.0, None)), ("300, 90s", (300, 90.0, None)), ("20ktok,1h", (10 ** 9, 3600.0, 20000)),
 ])
 def test_budget_takes_items_a_time_and_tokens_alone_or_joined(text, parsed):
-    from auditor.cli import _Budget
+    from auditor.cli.run_command import _Budget
     from auditor.options import AuditOptions
-    from auditor.rounds import budget_for
+    from auditor.pipeline.rounds import budget_for
     from auditor.scorers import SCORERS
     from auditor.suite.manifest import load_suite
 

@@ -540,7 +540,7 @@ def test_policy_that_would_stall_the_parser_is_refused_quickly(tmp_path, text, n
 
 
 def test_model_card_front_matter_that_would_stall_the_parser_gives_no_label(tmp_path):
-    from auditor.inspect.model_card import model_card_label
+    from auditor.inspect.card_label import model_card_label
 
     a = write_adapter(tmp_path / "a", card="---\nnominal_label: " + "[" * 40_000 + "\n---\n")
     assert model_card_label(a)[0] is None

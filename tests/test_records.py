@@ -22,7 +22,7 @@ import pytest
 import auditor.records
 
 MODULES = [f"auditor.records.{m.name}" for m in pkgutil.iter_modules(auditor.records.__path__)] + [
-    "auditor.results", "auditor.assembly", "auditor.policy.decisions", "auditor.policy.loading"]
+    "auditor.results", "auditor.pipeline.assembly", "auditor.policy.decisions", "auditor.policy.loading"]
 MUTABLE = (list, dict, set)
 
 
@@ -49,7 +49,7 @@ def _mutable_parts(tp: object) -> list[object]:
 
 def test_there_are_records_to_check():
     names = {c.__name__ for c in _records()}
-    assert {"AdapterInfo", "RuleOutcome", "Verdict", "MetricComparison", "AuditResult", "RunRecord", "Round",
+    assert {"AdapterRecord", "RuleOutcome", "Verdict", "MetricComparison", "AuditResult", "RunRecord", "Round",
             "Budget", "Variant", "Run", "Evidence", "BaselineRun", "Case", "Policy"} <= names
 
 

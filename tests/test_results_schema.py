@@ -4,7 +4,7 @@ output, a result the records make validates with every optional block, and hosti
 How it is checked without a model: the result is made of the records the pipeline hands on (an inspected
 adapter with its weight space, tokenizer files and resized vocabulary, a hub revision, rules of each kind,
 rounds, a budget, a noise floor, a release baseline), the parts other modules write taken from them
-(:meth:`~auditor.results.AdapterRecord.of`, the cache's counters, the hub reference, the prompt
+(:meth:`~auditor.records.AdapterRecord.with_warnings`, the cache's counters, the hub reference, the prompt
 templates). A real audit's results.json is validated by the slow end-to-end tests
 (``tests/test_cli.py``, ``tests/test_api.py``) through the same :func:`schema_error`.
 """
@@ -21,10 +21,10 @@ from typing import Any, Literal
 import jsonschema
 import pytest
 
-from auditor.backends.cache import CacheStats
+from auditor.cache.generations import CacheStats
 from auditor.inspect.hub import HubRef
 from auditor.records import (
-    AdapterInfo,
+    AdapterRecord,
     Budget,
     DriftResult,
     MetricComparison,
@@ -37,13 +37,12 @@ from auditor.records import (
     Verdict,
     VocabResize,
     WeightSpace,
-    json_schema,
+    schema_files,
     to_plain,
 )
 from auditor.reports.results_file import RESULTS_SCHEMA_PATH, load_results, schema_error
 from auditor.results import (
     RESULTS_SCHEMA_VERSION,
-    AdapterRecord,
     Answer,
     AuditResult,
     BaselineRecord,
@@ -59,10 +58,10 @@ SHA = "ab" * 32
 
 
 def test_the_shipped_schema_is_the_generators_output():
-    assert json_schema.SCHEMA_PATH == RESULTS_SCHEMA_PATH
-    assert RESULTS_SCHEMA_PATH.read_text(encoding="utf-8") == json_schema.results_schema_text(), (
-        "auditor/schemas/results.schema.json is stale: run python -m auditor.records.json_schema --write")
-    assert json_schema.main(["--check"]) == 0
+    assert schema_files.SCHEMA_PATH == RESULTS_SCHEMA_PATH
+    assert RESULTS_SCHEMA_PATH.read_text(encoding="utf-8") == schema_files.results_schema_text(), (
+        "auditor/data/schemas/results.schema.json is stale: run python -m auditor.records.schema_files --write")
+    assert schema_files.main(["--check"]) == 0
 
 
 def test_the_schema_is_draft_2020_12_of_this_version():
@@ -86,13 +85,14 @@ def _adapter(path: str, hub: HubRef | None = None) -> AdapterRecord:
                          template_text="{{ messages }}")
     vocab = VocabResize(base_size=49152, size=49154, added=("<x>", "<y>"), n_added=2, how="modules_to_save",
                         modules=("model.embed_tokens", "lm_head"), tokenizer_file="tokenizer.json")
-    info = AdapterInfo(path=path, weights_file=f"{path}/adapter_model.safetensors", sha256=SHA, peft_type="LORA",
-                       r=8, lora_alpha=16.0, target_modules=("q_proj", "v_proj"), ranks={"layers.0.q_proj": 8},
-                       n_tensors=4, size_bytes=1024, declared_base="HuggingFaceTB/SmolLM2-135M-Instruct",
-                       nominal_label="math", matched_modules=2, warnings=("inspection note",),
-                       declared_base_status="local_folder", declared_base_note="trained from a local folder",
-                       weight_space=ws, tokenizer_files=tok, vocab_resize=vocab)
-    return AdapterRecord.of(info, SHA, hub.as_dict() if hub else None, warnings=("chat template differs",))
+    info = AdapterRecord(path=path, weights_file=f"{path}/adapter_model.safetensors", sha256=SHA, peft_type="LORA",
+                         r=8, lora_alpha=16.0, target_modules=("q_proj", "v_proj"), ranks={"layers.0.q_proj": 8},
+                         n_tensors=4, size_bytes=1024, declared_base="HuggingFaceTB/SmolLM2-135M-Instruct",
+                         nominal_label="math", matched_modules=2, warnings=("inspection note",),
+                         declared_base_status="local_folder", declared_base_note="trained from a local folder",
+                         weight_space=ws, tokenizer_files=tok, vocab_resize=vocab, max_rank=8, content_sha256=SHA,
+                         hub=hub.as_dict() if hub else None)
+    return info.with_warnings(("chat template differs",))
 
 
 def _comparison(**kw: Any) -> MetricComparison:
@@ -281,7 +281,7 @@ class Toy:
 
 
 def test_the_type_mapping():
-    s = json_schema.schema_of(Toy, 1, {"Toy.words": {"minItems": 1, "description": "some"}})
+    s = schema_files.schema_of(Toy, 1, {"Toy.words": {"minItems": 1, "description": "some"}})
     props = s["properties"]
     assert list(props) == [f.name for f in dataclasses.fields(Toy) if f.name != "hidden"]
     assert s["required"] == list(props)[:-1]  # omit_none: a property, not required
@@ -300,11 +300,11 @@ def test_the_type_mapping():
 
 def test_a_table_entry_naming_no_field_and_an_unknown_type_are_refused():
     with pytest.raises(ValueError, match="Toy.wrod"):
-        json_schema.schema_of(Toy, 1, {"Toy.wrod": {"minimum": 1}})
+        schema_files.schema_of(Toy, 1, {"Toy.wrod": {"minimum": 1}})
 
     @dataclasses.dataclass(frozen=True, kw_only=True)
     class Odd:
         when: complex
 
     with pytest.raises(TypeError, match="complex"):
-        json_schema.schema_of(Odd, 1, {})
+        schema_files.schema_of(Odd, 1, {})

@@ -198,7 +198,7 @@ def test_the_held_out_trigger_items_are_new_questions_of_the_pool_s_kind():
     assert len(committed) == 6 * truth_pools.N_CLUSTERS
     assert [r["meta"]["context"] for r in committed[:6]] == list(CONTEXTS)
     product = [json.loads(line) for f in ("builtin", "pools")
-               for line in (ROOT / "auditor" / "suites" / f / "trigger.jsonl").open(encoding="utf-8")]
+               for line in (ROOT / "auditor" / "data" / "suites" / f / "trigger.jsonl").open(encoding="utf-8")]
     assert not {expression(r) for r in committed} & {expression(r) for r in product}
 
 

@@ -1,7 +1,6 @@
 """Stage 3 — generate: one backend, one model load, every variant of every item.
 
 * :mod:`.base`: the :class:`Backend` protocol and :class:`CachedBackend`, what all backends share;
-* :mod:`.cache`: the content-addressed generation cache;
 * :mod:`.hf`: transformers + peft (CPU, or one GPU);
 * :mod:`.vllm_engine` (with :mod:`.vllm_compat`, what vLLM can serve): one vLLM engine;
 * :mod:`.openai_server`: an OpenAI-compatible server;
@@ -15,12 +14,13 @@ backend of a run is chosen. A new backend is one module with a :class:`CachedBac
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..errors import AuditInputError
 from ..records import AdapterConfig, AdapterTensor
 from ..util.registry import Registry
 from . import vllm_compat
 from .base import Backend, BackendClass, CachedBackend, GenerationStats
-from .cache import GenerationCache
 from .hf import HFBackend
 from .openai_server import OpenAIBackend
 from .vllm_compat import vllm_unsupported
@@ -65,5 +65,20 @@ def fall_back_for(requested: str, name: str, reason: str, cfg: AdapterConfig,
     return name, reason
 
 
-__all__ = ["BACKENDS", "Backend", "BackendClass", "CachedBackend", "GenerationCache", "GenerationStats", "HFBackend",
-           "OpenAIBackend", "VLLMBackend", "choose_backend", "fall_back_for"]
+def fall_back_for_base(requested: str, name: str, reason: str, base_path: Path) -> tuple[str, str]:
+    """With ``--backend auto``, the hf backend (and why) for a base whose architecture vLLM cannot serve; else
+    ``(name, reason)`` (dtype ``auto`` chooses the same for hf as for vllm).
+
+    Raises:
+        AuditInputError: ``--backend vllm`` asked for a base vLLM cannot serve.
+    """
+    if name == "vllm" and (fault := vllm_compat.vllm_architecture_fault(base_path)):
+        if requested != "auto":
+            raise AuditInputError(base_path / "config.json", f"{fault}; run the audit with --backend hf instead")
+        return "hf", f"auto: {fault}, hf"
+    return name, reason
+
+
+__all__ = ["BACKENDS", "Backend", "BackendClass", "CachedBackend", "GenerationStats", "HFBackend",
+           "OpenAIBackend", "VLLMBackend", "choose_backend", "fall_back_for",
+           "fall_back_for_base"]

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from ..cache.generations import GenerationCache, generation_key
 from ..inspect.chat_template import fold_system, plain_prompt
 from ..records import AdapterConfig, AdapterTensor, BaseModel, Generation, Item, PromptTemplate, Request, Variant
-from .cache import GenerationCache, generation_key
 
 if TYPE_CHECKING:
     from ..options import AuditOptions

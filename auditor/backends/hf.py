@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..cache import GenerationCache
 from ..errors import AuditInputError
 from ..records import AdapterConfig, BaseModel, Generation, Item, Request, Variant, VocabResize
 from ..util.versions import versions
@@ -23,7 +24,6 @@ from .base import CachedBackend, adapter_folders
 from .batching import auto_batch_size
 from .batching import batches as _batches
 from .batching import free_memory_bytes as _free_memory_bytes
-from .cache import GenerationCache
 from .hf_attention import attention_path
 from .hf_peft import as_the_tensors_say as _as_the_tensors_say
 from .hf_peft import base_vocabulary_only as _base_vocabulary_only

@@ -33,11 +33,11 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..cache.generations import GenerationCache
 from ..errors import AuditInputError
 from ..records import BaseModel, Generation, Item, Request, Variant
 from ..util.versions import versions
 from .base import CachedBackend, adapter_folders
-from .cache import GenerationCache
 
 if TYPE_CHECKING:
     from ..options import AuditOptions

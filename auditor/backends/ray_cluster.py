@@ -38,11 +38,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..cache.generations import CacheStats, GenerationCache
 from ..errors import EXIT_INTERNAL_ERROR, AuditInputError
 from ..records import BaseModel, Generation, Item, PromptTemplate, Request, Variant
 from ..util.env import env_seconds
 from .base import GenerationStats
-from .cache import CacheStats, GenerationCache
 from .ray_setup import plan_groups, size_workers
 
 if TYPE_CHECKING:

@@ -1,6 +1,7 @@
-"""``--ray``: what is decided before any actor starts: the command's options, the checks that refuse a bad
-address in seconds (:func:`check_ray_options`), how many workers of which size (:func:`size_workers`) and which
-adapters each one serves (:func:`plan_groups`). The run itself: :mod:`auditor.backends.ray_cluster`."""
+"""``--ray``: what is decided before any actor starts (its options: :mod:`auditor.cli.run_command`): the checks
+that refuse a bad address in seconds (:func:`check_ray_options`), how many workers of which size
+(:func:`size_workers`) and which adapters each one serves (:func:`plan_groups`). The run itself:
+:mod:`auditor.backends.ray_cluster`."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import math
 import os
 import re
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AuditInputError
@@ -73,31 +74,6 @@ def check_ray_options(opts: AuditOptions, backend: str) -> None:
                                        f"{CONNECT_TIMEOUT_S:g} s: not a Ray cluster's address") from None
     finally:
         channel.close()
-
-
-def ray_click_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """The ``audit run`` options of a Ray run (:class:`~auditor.options.AuditOptions`' fields ``ray``,
-    ``ray_workers``, ``ray_cpus``, ``ray_gpus``)."""
-    import click
-
-    for option in reversed([
-        click.option("--ray", "ray", is_flag=False, flag_value="", default=None, metavar="[ADDRESS]",
-                     help="Generate on a Ray cluster (pip install 'adapter-auditor[ray]'): the adapters are split "
-                          "over workers, each one engine (--backend hf or vllm) holding the base once and its group "
-                          "of adapters; the base pass runs once, rounds run adapter by adapter on the adapter's "
-                          "worker; results as without --ray (plus run.ray). ADDRESS: HOST:PORT or ray://HOST:PORT "
-                          "of a running cluster, auto (the local one), local (a new one); alone: $RAY_ADDRESS, else "
-                          "a new local cluster."),
-        click.option("--ray-workers", type=click.IntRange(min=1), default=None, metavar="N",
-                     help="--ray: engines the adapters are split over (default: one per GPU, else one per node; "
-                          "never more than the adapters)."),
-        click.option("--ray-cpus", type=click.FloatRange(min=0, min_open=True), default=None, metavar="N",
-                     help="--ray: CPUs of each worker, its torch threads (default: the smallest node's CPUs over "
-                          "the workers placed on it)."),
-        click.option("--ray-gpus", type=click.FloatRange(min=0), default=None, metavar="N",
-                     help="--ray: GPUs of each worker (default: 1 where the cluster has GPUs, else 0).")]):
-        command = option(command)
-    return command
 
 
 def plan_groups(names: Sequence[str], workers: int) -> list[list[str]]:

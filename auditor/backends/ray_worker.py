@@ -16,10 +16,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..cache.generations import GenerationCache
+from ..cache.store import CacheStore
 from ..errors import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, AuditInputError
 from ..records import BaseModel, PromptTemplate, Request, Variant
-from ..util.cache_store import CacheStore
-from .cache import GenerationCache
 from .vllm_setup import EngineStartError
 
 if TYPE_CHECKING:

@@ -52,12 +52,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..cache.generations import GenerationCache
 from ..errors import AuditInputError
 from ..records import AdapterConfig, AdapterTensor, BaseModel, Generation, Item, Request, Variant
 from ..util.versions import versions
 from . import vllm_compat
 from .base import CachedBackend, adapter_folders
-from .cache import GenerationCache
 from .vllm_compat import check_engine_args, check_vllm_servable, lora_identity, vllm_lora_rank
 from .vllm_kv import kv_shape
 from .vllm_setup import EngineSettings, fit_engine_settings, start_engine

@@ -50,7 +50,7 @@ class ProcessOutcome:
 
 
 def _run_command() -> Any:
-    from ..cli import run_cmd
+    from ..cli.run_command import run_cmd
 
     return run_cmd
 

@@ -8,7 +8,7 @@
 * :mod:`.tensors`: the adapter's tensors matched to the base's modules;
 * :mod:`.declared_base`: ``base_model_name_or_path``: the base a run is audited on without ``--base``
   (:func:`choose_base`), and against the audited base;
-* :mod:`.model_card`: the nominal label in the model card;
+* :mod:`.card_label`: the nominal label in the model card;
 * :mod:`.tokenizer_files`: the tokenizer files an adapter ships, against the base's tokenizer;
 * :mod:`.chat_template`: which chat template renders each variant's prompts (``--chat-template``);
 * :mod:`.adapter`: :func:`preflight_adapter` and :func:`inspect_adapter`, in that order;

@@ -9,15 +9,16 @@ Reads ``adapter_config.json`` (:mod:`.peft_config`) and the safetensors header
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..errors import AuditInputError
-from ..records import AdapterConfig, AdapterInfo, AdapterTensor
-from ..util.hashing import sha256_file
+from ..records import AdapterConfig, AdapterRecord, AdapterTensor
+from ..util.hashing import adapter_digest, sha256_file
 from .base_shapes import base_linear_shapes, base_weight_shapes
+from .card_label import model_card_label
 from .declared_base import declared_base_status, declared_hint
-from .model_card import model_card_label
 from .paths import CONFIG_NAME, resolve_adapter_path
 from .peft_config import read_config
 from .safetensors_header import check_magic, read_tensors, scan_values
@@ -63,7 +64,8 @@ def preflight_adapter(arg: str | Path, max_bytes: int | None = None) -> Prefligh
 
 
 def inspect_adapter(arg: str | Path | Preflight, base_path: Path, base_name: str, max_bytes: int | None = None, *,
-                    base_digest: str | None = None, converted_from: Path | None = None) -> AdapterInfo:
+                    base_digest: str | None = None, converted_from: Path | None = None,
+                    hub: Mapping[str, Any] | None = None) -> AdapterRecord:
     """Inspect an adapter against a base model.
 
     Args:
@@ -76,9 +78,10 @@ def inspect_adapter(arg: str | Path | Preflight, base_path: Path, base_name: str
             computed (:func:`~auditor.inspect.weight_space.cached_weight_space`, cached by content).
         converted_from: the user's pickle file when ``arg`` is its safetensors conversion (``--allow-bin``),
             said in a warning.
+        hub: the resolved hub revision of an adapter given as a hub id (:mod:`.hub`), recorded as it is.
 
     Returns:
-        AdapterInfo with real per-module ranks and warnings.
+        The adapter's record, with real per-module ranks, its content digest and warnings.
 
     Raises:
         AuditInputError: missing/invalid config (or not a PEFT one), non-LoRA
@@ -184,10 +187,11 @@ def inspect_adapter(arg: str | Path | Preflight, base_path: Path, base_name: str
     # whatever --no-cache says (that is the generation cache): a pure function of the files
     space = None if base_digest is None else cached_weight_space(weights, cfg, base_path, ranks, base_digest)
 
-    return AdapterInfo(
+    sha256 = sha256_file(weights)
+    return AdapterRecord(
         path=str(folder),
         weights_file=str(weights),
-        sha256=sha256_file(weights),
+        sha256=sha256,
         peft_type="LORA",
         r=cfg.r,
         lora_alpha=cfg.lora_alpha,
@@ -201,10 +205,13 @@ def inspect_adapter(arg: str | Path | Preflight, base_path: Path, base_name: str
         no_effect=no_effect,
         warnings=tuple(warnings),
         dora=dora,
+        max_rank=max(ranks.values()) if ranks else cfg.r,
+        content_sha256=adapter_digest(sha256, folder / CONFIG_NAME),
+        hub=hub,
         declared_base_status=base_status,
-        declared_base_note=base_warnings[0] if base_warnings else "",
-        config=cfg,
         weight_space=space,
         tokenizer_files=tokenizer_files,
         vocab_resize=resized,
+        declared_base_note=base_warnings[0] if base_warnings else "",
+        config=cfg,
     )

@@ -16,7 +16,7 @@
   (a pretrained base), and each adapter that ships none; ``base`` refuses such a base.
 
 The prompts are encoded with the base's tokenizer, except an adapter variant trained with added
-tokens (``AdapterInfo.vocab_resize``): its prompts are rendered and encoded with its own tokenizer
+tokens (``AdapterRecord.vocab_resize``): its prompts are rendered and encoded with its own tokenizer
 (``tokenizer: adapter``), whose length its saved embedding rows have.
 """
 
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..errors import AuditInputError
-from ..records import AdapterInfo, PromptTemplate, TokenizerFiles
+from ..records import AdapterRecord, PromptTemplate, TokenizerFiles
 from .tokenizer_files import base_tokenizer, template_fault, template_sha256
 
 #: ``--chat-template`` words; anything else is a file
@@ -170,7 +170,7 @@ class TemplateChoice(NamedTuple):
     warnings: dict[str, tuple[str, ...]]
 
 
-def choose_templates(mode: str, base_path: Path, adapters: dict[str, AdapterInfo],
+def choose_templates(mode: str, base_path: Path, adapters: dict[str, AdapterRecord],
                      args: Mapping[str, str | int | float | bool] | None = None) -> TemplateChoice:
     """The template of every variant (``base`` and each key of ``adapters``), and what each adapter's card
     says about it.
@@ -205,7 +205,7 @@ def choose_templates(mode: str, base_path: Path, adapters: dict[str, AdapterInfo
     return TemplateChoice(out, {v: tuple(w) for v, w in warnings.items()})
 
 
-def _choose(mode: str, base_path: Path, adapters: dict[str, AdapterInfo]
+def _choose(mode: str, base_path: Path, adapters: dict[str, AdapterRecord]
             ) -> tuple[dict[str, PromptTemplate], dict[str, list[str]]]:
     own_base = base_template(base_path)
     if own_base is None and mode == "base":

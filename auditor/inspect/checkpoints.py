@@ -185,3 +185,31 @@ def training_run(run_dir: str | Path, selection: str = "all", stop_at_first_fail
     picked = check_selected(select(found, wanted), found, allow_bin)
     return TrainingRun(run_dir=str(run_dir), selection=selection, checkpoints=tuple(picked),
                        stop_at_first_fail=stop_at_first_fail)
+
+
+def expand_run(adapters: tuple[str, ...], checkpoints: str | None, stop_at_first_fail: bool, allow_bin: bool = False
+               ) -> tuple[tuple[str, ...], TrainingRun | None]:
+    """The adapters to audit: a training run folder given alone (``checkpoint-N/`` folders in it, not itself an
+    adapter; with ``--checkpoints`` or ``--stop-at-first-fail`` it may be one too, as a Trainer's output_dir after
+    ``save_model()``) becomes its selected checkpoints in step order (``checkpoints``: ``--checkpoints``, default
+    all; ``allow_bin``: ``--allow-bin``, checkpoints saved as adapter_model.bin are taken too).
+
+    Raises:
+        AuditInputError: ``--checkpoints`` or ``--stop-at-first-fail`` without a run folder, a run folder given
+            with other adapters, or a fault of the run (:func:`auditor.inspect.checkpoints.training_run`).
+    """
+    # with --checkpoints or --stop-at-first-fail, a Trainer's output_dir that is an adapter too (its final
+    # save_model()) is the run its checkpoint-N folders make; without them it is that final adapter
+    asked = checkpoints is not None or stop_at_first_fail
+    runs = [a for a in adapters if is_run_dir(a, adapter_too=asked and len(adapters) == 1)]
+    if runs and len(adapters) > 1:
+        raise AuditInputError(runs[0], "is a training run folder (checkpoint-N folders): audit it alone, or give "
+                                       "its checkpoint folders as adapters")
+    if not runs:
+        if checkpoints is not None or stop_at_first_fail:
+            what = "--checkpoints" if checkpoints is not None else "--stop-at-first-fail"
+            raise AuditInputError(what, "needs a training run folder (one holding checkpoint-N folders) as the "
+                                        "one argument")
+        return adapters, None
+    run = training_run(runs[0], checkpoints or "all", stop_at_first_fail, allow_bin)
+    return tuple(str(c.path) for c in run.checkpoints), run

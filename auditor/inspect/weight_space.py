@@ -170,7 +170,7 @@ def weight_space(weights: Path, cfg: AdapterConfig, base_path: Path, ranks: Mapp
                        intruders_per_module=intruders / n, top_k=top_k, epsilon=epsilon, skipped=tuple(skipped))
 
 
-#: the cache folder of pre-screens (in the answer cache, :func:`auditor.util.cache_store.answer_store`: the local
+#: the cache folder of pre-screens (in the answer cache, :func:`auditor.cache.store.answer_store`: the local
 #: cache folder unless ``--cache-dir URL`` or ``$AUDITOR_GENERATION_CACHE`` shares it); bump the version when
 #: the computation changes
 CACHE_FOLDER, CACHE_VERSION = "weight_space", 2
@@ -185,8 +185,8 @@ def cached_weight_space(weights: Path, cfg: AdapterConfig, base_path: Path, rank
     cache; a pre-screen that cannot be written is only recomputed next time."""
     import dataclasses
 
+    from ..cache.store import answer_store
     from ..records.plain import from_plain
-    from ..util.cache_store import answer_store
     from ..util.hashing import canonical_sha256, sha256_file
 
     if not enabled:

@@ -3,7 +3,7 @@
 A policy is a YAML file validated with a JSON Schema (:data:`~auditor.policy.schema.POLICY_SCHEMA`);
 faults are reported with the file, key path and line. A policy may ``extends:`` another (a bundled
 policy by name, ``default`` or ``release``, or a file by path relative to it): the parent's mapping
-is merged under the child's (:mod:`auditor.policy.files`) and the merged mapping is what is
+is merged under the child's (:mod:`auditor.policy.extends`) and the merged mapping is what is
 validated and judged. Once valid it becomes typed records (limits per metric, label targets, DriftScore and
 statistics settings); the merged mapping itself is kept as ``Policy.content`` only for results.json
 and its hash.
@@ -22,7 +22,7 @@ from ..analysis.compare import StatsSettings
 from ..analysis.stats import N_RESAMPLES
 from ..errors import AuditInputError
 from ..records.vocab import Action, Mode, OnFinding
-from .files import (
+from .extends import (
     DEFAULT_POLICY,
     extends_chain,
     locate,
@@ -254,11 +254,11 @@ def load_policy(path: str | Path | None, metric_names: list[str], units: dict[st
 
     Raises:
         AuditInputError: unreadable or invalid YAML, a file over
-            :data:`~auditor.policy.files.MAX_POLICY_BYTES`, YAML aliases (refused: "billion laughs"),
+            :data:`~auditor.policy.extends.MAX_POLICY_BYTES`, YAML aliases (refused: "billion laughs"),
             nesting deeper than :data:`auditor.util.safe_yaml.MAX_FLOW_DEPTH`, duplicate keys,
             non-finite numbers, schema violations, unknown metric names, a label that maps to no
             capability, metric or label, an ``extends:`` that names no bundled policy or file, a cycle
-            of ``extends:`` or more than :data:`~auditor.policy.files.MAX_EXTENDS_DEPTH` files in one
+            of ``extends:`` or more than :data:`~auditor.policy.extends.MAX_EXTENDS_DEPTH` files in one
             chain; naming the file, key path and line (of the file in the chain that sets the key).
     """
     p = Path(path) if path is not None else DEFAULT_POLICY

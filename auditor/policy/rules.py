@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from ..analysis.stats import expanded_alpha
-from ..records import AdapterInfo, DriftResult, MetricComparison, NoiseFloor, RuleOutcome, Verdict
+from ..records import AdapterRecord, DriftResult, MetricComparison, NoiseFloor, RuleOutcome, Verdict
 from ..records.vocab import LimitDirection, RuleKind, VerdictValue
 from .decisions import Case, decide, one_sided_bootstrap
 from .loading import MetricLimit, Policy, StatisticsPolicy
@@ -191,7 +191,7 @@ def _drift_rule(policy: Policy, drift: DriftResult, by: dict[str, MetricComparis
         fail_note=" — label mismatch: " + mismatch_kind(drift.target_gain_pts, drift.off_target_gain_pts))
 
 
-def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResult, adapter: AdapterInfo,
+def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResult, adapter: AdapterRecord,
           noise_floor: NoiseFloor | None = None,
           baseline_comparisons: list[MetricComparison] | None = None, look: int = 1, last: bool = True,
           looks: int | None = None, warnings: Sequence[str] = ()) -> Verdict:

@@ -1,7 +1,7 @@
 """The policy file's JSON Schema (draft 2020-12): what keys a policy may have and their ranges.
 
 :data:`POLICY_SCHEMA` validates a policy once the policies it ``extends:`` are merged under it
-(:func:`auditor.policy.files.merge_policies`); ``extends`` itself is checked against
+(:func:`auditor.policy.extends.merge_policies`); ``extends`` itself is checked against
 :data:`EXTENDS_SCHEMA` in each file of the chain.
 """
 

@@ -4,7 +4,8 @@ Every stage takes and returns these plain dataclasses, so each stage can be
 tested alone and a run can be re-rendered from ``results.json`` (the whole
 audit's record, :class:`auditor.results.AuditResult`, is built from these).
 
-* :mod:`~auditor.records.inputs`: the adapter config, the base model, what inspection found;
+* :mod:`~auditor.records.inputs`: the adapter config, the base model, the adapter (what inspection found,
+  what results.json records of it);
 * :mod:`~auditor.records.items`: suite, items, requests, generations, scores, metric specs;
 * :mod:`~auditor.records.outcomes`: comparisons, DriftScore, rule outcomes, the verdict;
 * :mod:`~auditor.records.run`: the adapter variants of a run, its looks (rounds) and budget;
@@ -25,7 +26,7 @@ from .inputs import (
                      DECLARED_BASE_STATUSES,
                      LETTERS,
                      AdapterConfig,
-                     AdapterInfo,
+                     AdapterRecord,
                      AdapterTensor,
                      BaseModel,
                      ModuleWeightSpace,
@@ -39,7 +40,7 @@ from .outcomes import DriftResult, MetricComparison, NoiseFloor, RuleOutcome, Ve
 from .plain import to_plain
 from .run import Budget, Round, Variant
 
-__all__ = ["DECLARED_BASE_STATUSES", "LETTERS", "AdapterConfig", "AdapterInfo", "AdapterTensor", "BaseModel",
+__all__ = ["DECLARED_BASE_STATUSES", "LETTERS", "AdapterConfig", "AdapterRecord", "AdapterTensor", "BaseModel",
            "ModuleWeightSpace", "PromptTemplate", "TokenizerFiles", "VocabResize", "WeightSpace",
            "Capability", "Generation", "Item", "MetricSpec", "Request", "Score", "Suite", "DriftResult",
            "MetricComparison", "NoiseFloor", "RuleOutcome", "Verdict", "to_plain", "Budget", "Round", "Variant"]

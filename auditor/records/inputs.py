@@ -1,11 +1,11 @@
-"""Records of the inputs: the adapter config, the base model, what inspection found."""
+"""Records of the inputs: the adapter config, the base model, the adapter as inspection finds it."""
 
 from __future__ import annotations
 
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -308,15 +308,17 @@ class PromptTemplate:
     system_role: str | None = field(default=None, metadata={"omit_none": True})
 
 
-#: ``AdapterInfo.declared_base_status``: ``match`` (the declared base names the audited one),
+#: ``AdapterRecord.declared_base_status``: ``match`` (the declared base names the audited one),
 #: ``none`` (no base_model_name_or_path), ``local_folder`` (a folder on the training machine whose
 #: name matches), ``unknown`` (the audited base folder records no name), ``mismatch`` (another model)
 DECLARED_BASE_STATUSES = ("match", "none", "local_folder", "unknown", "mismatch")
 
 
 @dataclass(frozen=True, kw_only=True)
-class AdapterInfo:
-    """What ``inspection`` learned about an adapter without loading a model.
+class AdapterRecord:
+    """One adapter, as inspection finds it without loading a model, and as results.json's ``adapter`` (and
+    ``baseline.adapter``) block records it: the one record of an adapter from inspection to the report. Its
+    fields, in order, are that block's keys (``config`` and ``declared_base_note`` are not written).
 
     Attributes:
         path: the adapter folder.
@@ -331,43 +333,50 @@ class AdapterInfo:
         no_effect: in every module ``lora_A`` or ``lora_B`` is all zero (and there
             are no DoRA magnitudes or full module copies), so the adapter cannot
             change the model.
-        warnings: non-fatal findings carried into the report.
+        warnings: non-fatal findings carried into the report: inspection's, then (in results.json) what the
+            run found about it after inspection (its chat template, the engine's setup).
         dora: the weights hold DoRA magnitudes (``lora_magnitude_vector``); decided
             by the tensors, not by ``use_dora`` in the config.
+        max_rank: the largest real rank (``r`` when no module has one).
+        content_sha256: content digest of its weights and config (:func:`auditor.util.hashing.adapter_digest`):
+            what keys its cached answers and tells two adapters apart.
+        hub: the resolved hub revision of an adapter given as a hub id, or None.
         declared_base_status: how ``base_model_name_or_path`` compares with the audited base
-            (:data:`DECLARED_BASE_STATUSES`); the judge's ``declared base matches`` rule acts on
-            ``mismatch``.
-        declared_base_note: the warning that goes with the status ("" for ``match``).
-        config: the parsed ``adapter_config.json``. Not written to results.json.
+            (:data:`DECLARED_BASE_STATUSES`; None in results written before it was recorded); the judge's
+            ``declared base matches`` rule acts on ``mismatch``.
         weight_space: the weight-space pre-screen (:mod:`auditor.inspect.weight_space`), or None.
         tokenizer_files: the tokenizer files the folder ships against the base's (:class:`TokenizerFiles`).
         vocab_resize: the resized vocabulary the adapter was trained with (:class:`VocabResize`), or None.
+        declared_base_note: the warning that goes with the status ("" for ``match``). Not written.
+        config: the parsed ``adapter_config.json``. Not written.
     """
 
-    path: str
-    weights_file: str
-    sha256: str
-    peft_type: str
-    r: int
-    lora_alpha: float
-    target_modules: tuple[str, ...]
-    ranks: Mapping[str, int]
-    n_tensors: int
-    size_bytes: int
-    declared_base: str
-    nominal_label: str | None
-    matched_modules: int
+    path: str = ""
+    weights_file: str = ""
+    sha256: str = ""
+    peft_type: str = "LORA"
+    r: int = 0
+    lora_alpha: float = 0.0
+    target_modules: tuple[str, ...] = ()
+    ranks: Mapping[str, int] = field(default_factory=dict)
+    n_tensors: int = 0
+    size_bytes: int = 0
+    declared_base: str = ""
+    nominal_label: str | None = None
+    matched_modules: int = 0
     no_effect: bool = False
     warnings: tuple[str, ...] = ()
     dora: bool = False
-    declared_base_status: str = field(default="match", compare=False)
+    max_rank: int = 0
+    content_sha256: str | None = field(default=None, metadata={"omit_none": True})
+    hub: Mapping[str, Any] | None = None
+    declared_base_status: str | None = field(default=None, metadata={"omit_none": True})
+    weight_space: WeightSpace | None = None
+    tokenizer_files: TokenizerFiles | None = None
+    vocab_resize: VocabResize | None = None
     declared_base_note: str = field(default="", compare=False, metadata={"plain": False})
     config: AdapterConfig | None = field(default=None, repr=False, compare=False, metadata={"plain": False})
-    weight_space: WeightSpace | None = field(default=None, compare=False)
-    tokenizer_files: TokenizerFiles | None = field(default=None, compare=False)
-    vocab_resize: VocabResize | None = field(default=None, compare=False)
 
-    @property
-    def max_rank(self) -> int:
-        return max(self.ranks.values()) if self.ranks else self.r
-
+    def with_warnings(self, more: tuple[str, ...]) -> AdapterRecord:
+        """This record with ``more`` warnings after its own (what the run found about the adapter)."""
+        return replace(self, warnings=(*self.warnings, *more))

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .inputs import AdapterInfo
+from .inputs import AdapterRecord
 
 _OMIT = {"omit_none": True}
 
@@ -18,19 +18,24 @@ class Variant:
     Attributes:
         name: ``adapter`` when one adapter is audited, ``adapter0``, ``adapter1``, ... for several,
             ``baseline`` for the previously approved adapter (``--baseline``); never ``base``.
-        info: what inspection found (:class:`~auditor.records.AdapterInfo`).
-        digest: content digest of its weights and config (:func:`auditor.util.hashing.adapter_digest`):
-            what keys its cached answers.
-        folder: the PEFT folder the backend loads (``info.path``).
+        info: the adapter's record, as inspection made it (:class:`~auditor.records.AdapterRecord`).
         warnings: what the run found about it after inspection (a declared base it could not have, its chat
             template), in the order found.
     """
 
     name: str
-    info: AdapterInfo
-    digest: str
-    folder: Path
+    info: AdapterRecord
     warnings: tuple[str, ...] = ()
+
+    @property
+    def folder(self) -> Path:
+        """The PEFT folder the backend loads."""
+        return Path(self.info.path)
+
+    @property
+    def digest(self) -> str:
+        """The content digest of its weights and config: what keys its cached answers."""
+        return self.info.content_sha256 or ""
 
 
 @dataclass(frozen=True, kw_only=True)

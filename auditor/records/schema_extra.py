@@ -1,5 +1,5 @@
 """What the record types cannot say about results.json: the constraints and descriptions its schema adds
-to the types (:mod:`auditor.records.json_schema` maps the types and merges these in; its module doc says how).
+to the types (:mod:`auditor.records.schema_files` maps the types and merges these in; its module doc says how).
 
 * :data:`FIELDS`: per ``Class.field`` of the records results.json is made of, JSON Schema keywords merged
   into the schema the field's type maps to (``minimum: 1`` for a rank, ``{"type": "number"}`` for a float
@@ -22,7 +22,7 @@ DESCRIPTION = (
     "item with both outputs, and how the run was made. Rates are fractions in [0, 1] in base/adapter fields and "
     "points (x100) in deltas and intervals; see the field descriptions. Re-rendered by "
     "`audit report results.json --out DIR`.")
-COMMENT = ("generated from the records (auditor.results.AuditResult) by `python -m auditor.records.json_schema "
+COMMENT = ("generated from the records (auditor.results.AuditResult) by `python -m auditor.records.schema_files "
            "--write`; do not edit by hand")
 
 #: ``$defs`` names kept from the hand-written schema (v5) for records whose names say less
@@ -196,7 +196,7 @@ RUN_DESCRIPTION = (
     "rates), the last passing checkpoint and the first failing one with its rules. Each audited checkpoint's "
     "results.json is in its report folder.")
 RUN_COMMENT = ("generated from the records (auditor.records.training_run.RunSummary) by `python -m "
-               "auditor.records.json_schema --write`; do not edit by hand")
+               "auditor.records.schema_files --write`; do not edit by hand")
 #: run.json's constraints and descriptions (as :data:`FIELDS` is results.json's)
 RUN_FIELDS: dict[str, dict[str, Any]] = {
     "CheckpointOutcome.step": COUNT, "RunSummary.last_passing": COUNT, "RunSummary.first_failing": COUNT,

@@ -2,8 +2,8 @@
 
 Units as everywhere (:mod:`auditor.records`): ``delta``, ``ci_low``, ``ci_high`` and ``drift_score_pts`` in
 **points** for rates (adapter − base, ×100), the metric's own unit (words, tokens) otherwise (``delta_unit``).
-The schema ``auditor/schemas/run.schema.json`` is generated from these records
-(``python -m auditor.records.json_schema --write``).
+The schema ``auditor/data/schemas/run.schema.json`` is generated from these records
+(``python -m auditor.records.schema_files --write``).
 """
 
 from __future__ import annotations

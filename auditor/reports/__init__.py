@@ -7,7 +7,7 @@
 * :mod:`.terminal`: the summary table on stderr;
 * :mod:`.merge`: ``audit merge``, the results.json files of CI shards → one index;
 * :mod:`.eval_results`: the Hugging Face Hub's ``.eval_results/*.yaml``; :mod:`.model_card`: the "Audit against
-  the base" section of a model card; :mod:`.hub`: where they go for each adapter.
+  the base" section of a model card; :mod:`.hub_files`: where they go for each adapter.
 
 ``audit report results.json --out DIR`` re-renders every output without a model. Model output is
 untrusted text: the HTML is rendered by jinja2 with autoescape on, Markdown cells are escaped, and
@@ -27,13 +27,13 @@ from ..results import AuditResult
 from ..util.files import check_writable_folder, write_text_file
 from .eval_results import write_eval_results
 from .html import render_html, render_index
-from .hub import HubOutputs, check_hub_outputs, hub_targets, write_hub_outputs
+from .hub_files import HubOutputs, check_hub_outputs, hub_targets, write_hub_outputs
 from .junit import render_junit
 from .markdown import render_checklist, render_summary_md
 from .model_card import write_model_card
 from .results_file import load_results, results_json
+from .run_json import run_json, run_summary
 from .sarif import render_sarif
-from .training_run import run_json, run_summary
 
 REPORT_FILES = ("results.json", "report.html", "summary.md", "junit.xml", "results.sarif", "checklist.md")
 
@@ -118,8 +118,8 @@ def write_index(results: list[AuditResult], folders: list[str], out: Path, run: 
 
 
 def write_run_json(summary: RunSummary, out: Path) -> Path:
-    """Write ``out/run.json``, checked against ``auditor/schemas/run.schema.json``
-    (:func:`auditor.reports.training_run.run_json`).
+    """Write ``out/run.json``, checked against ``auditor/data/schemas/run.schema.json``
+    (:func:`auditor.reports.run_json.run_json`).
 
     Raises:
         AuditInputError: ``out`` cannot be written.

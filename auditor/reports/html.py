@@ -19,7 +19,7 @@ import markupsafe
 from ..records.training_run import RunSummary
 from ..results import AuditResult
 from ..util.text import strip_controls
-from .training_run import limit_lines, trajectory_charts
+from .run_json import limit_lines, trajectory_charts
 from .view import (
     adapter_card,
     chart_groups,
@@ -63,7 +63,7 @@ def render_index(results: list[AuditResult], folders: list[str], run: RunSummary
     """``index.html`` of a multi-adapter audit: one row per adapter with its verdict, nominal label,
     DriftScore (points), failing rules and a link to its report. For a training run (``run``), the checkpoints'
     step and the run's trajectory first: the last passing and first failing checkpoints, and one inline SVG chart
-    per metric of Δ with its 95% interval over ``global_step`` (:func:`~auditor.reports.training_run.trajectory_charts`)."""
+    per metric of Δ with its 95% interval over ``global_step`` (:func:`~auditor.reports.run_json.trajectory_charts`)."""
     rows = index_rows(results, folders, run)
     n_fail = sum(row["verdict"] == "fail" for row in rows)
     charts = trajectory_charts(run, limit_lines(results)) if run is not None else []

@@ -5,8 +5,8 @@ shard-1``) comes back as folders of results.json files. :func:`merge_shards` rea
 report`` checks one: :func:`~auditor.reports.results_file.load_results`), refuses what one multi-adapter run would
 never hold together, and :func:`write_merged` writes what that run writes: each adapter's reports re-rendered in
 ``out/<adapter folder name>/`` and ``out/index.html``, plus ``out/summary.md``, the Markdown index for
-``$GITHUB_STEP_SUMMARY`` (:func:`~auditor.reports.markdown.render_index_md`). :func:`merge_command` is the click
-command (registered by :mod:`auditor.cli`, as :func:`~auditor.reports.hub.hub_click_options` are its options).
+``$GITHUB_STEP_SUMMARY`` (:func:`~auditor.reports.markdown.render_index_md`). ``audit merge`` is its
+command (:mod:`auditor.cli.merge_command`).
 
 Refused (one line naming the file, exit code 2):
 
@@ -31,23 +31,18 @@ shards, so a merge is the same however the matrix split the adapters.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import click
-from rich.console import Console
-
-from ..errors import EXIT_PASS, EXIT_POLICY_FAIL, AuditInputError
+from ..errors import AuditInputError
 from ..results import AuditResult
 from ..util.files import write_text_file
 from ..util.hashing import canonical_sha256
 from ..util.text import strip_controls
 from .markdown import render_index_md
 from .results_file import load_results
-from .terminal import print_adapter_summary, t
 
 
 @dataclass(frozen=True)
@@ -275,44 +270,3 @@ def write_merged(results: Sequence[AuditResult], out: Path) -> MergedReports:
     summaries = [(p["summary.md"].read_text(encoding="utf-8")) for p in paths]
     write_text_file(out / "summary.md", render_index_md(list(results), [f.name for f in folders], summaries))
     return MergedReports(folders, paths, index, out / "summary.md")
-
-
-def merge_command(console: Console) -> click.Command:
-    """The ``audit merge`` command (its summary printed to ``console``, the ``audit`` command's stderr)."""
-
-    @click.command("merge")
-    @click.argument("shards", nargs=-1, required=True, type=click.Path(path_type=Path))
-    @click.option("--out", "out", type=click.Path(), default="audit-report", show_default=True,
-                  help="Folder for the merged index: index.html, summary.md and one report folder per adapter.")
-    @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors; the exit code carries the verdict.")
-    @click.option("--json", "as_json", is_flag=True,
-                  help="Print {verdict, adapters: [results.json's content, ...]} on stdout, as `audit A B --json`.")
-    def merge_cmd(shards: tuple[Path, ...], out: str, quiet: bool, as_json: bool) -> None:
-        """Merge the results of CI shards into one index, without loading any model.
-
-        \b
-        SHARDS: the shards' report folders (as `audit ... --out shard-N` wrote them; searched for
-        results.json at any depth, so a folder of downloaded artifacts will do) or results.json files.
-        Every file is checked as `audit report` checks one; the same adapter in two shards, and shards
-        audited against another base, suite, policy or --baseline, or with another backend, --dtype or
-        --chat-template, are refused. OUT (a folder of its own: not a shard, nor holding one) gets what
-        `audit A B C --out OUT` writes (one report folder per adapter, re-rendered, and index.html; rows
-        in adapter path order) plus summary.md, the index in Markdown for $GITHUB_STEP_SUMMARY. The exit
-        code is that run's: 1 when any adapter does not pass.
-        """
-        if not out:  # Path("") would be the current folder
-            raise AuditInputError("--out", "is empty: give the folder for the merged index (e.g. --out audit-report)")
-        results = [s.result for s in merge_shards(shards, Path(out))]
-        merged = write_merged(results, Path(out))
-        passed = all(r.passed for r in results)
-        if not quiet:
-            for result, paths in zip(results, merged.paths):
-                print_adapter_summary(console, result, paths["report.html"], several=True)
-            n_fail = sum(r.verdict.verdict == "fail" for r in results)
-            console.print(f"{n_fail} of {len(results)} adapters fail; index: {t(merged.index)}")
-        if as_json:  # as `audit A B --json`
-            click.echo(json.dumps({"verdict": "pass" if passed else "fail", "adapters": [r.to_dict() for r in results]},
-                                  indent=2, ensure_ascii=False))
-        sys.exit(EXIT_PASS if passed else EXIT_POLICY_FAIL)
-
-    return merge_cmd

@@ -1,7 +1,7 @@
 """results.json: written by every audit, read back by ``audit report``.
 
 Read back, it must be valid JSON (finite numbers), of this tool's schema version, valid against
-the shipped JSON Schema (``auditor/schemas/results.schema.json``) and internally consistent (item
+the shipped JSON Schema (``auditor/data/schemas/results.schema.json``) and internally consistent (item
 ids unique, intervals ordered, a verdict that agrees with its rules); then it becomes the typed
 :class:`~auditor.results.AuditResult` the reports render. A key the schema does not know is
 dropped on the way, and re-rendered results.json files name every field of the current records.
@@ -22,8 +22,8 @@ from ..util.jsonio import read_json_finite
 from ..util.text import strip_controls
 
 #: JSON Schema (draft 2020-12) of results.json, shipped in the package
-RESULTS_SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "results.schema.json"
-#: JSON Schema of run.json (a training run's checkpoints, :mod:`auditor.reports.training_run`)
+RESULTS_SCHEMA_PATH = Path(__file__).resolve().parent.parent / "data" / "schemas" / "results.schema.json"
+#: JSON Schema of run.json (a training run's checkpoints, :mod:`auditor.reports.run_json`)
 RUN_SCHEMA_PATH = RESULTS_SCHEMA_PATH.with_name("run.schema.json")
 
 
@@ -59,7 +59,7 @@ def first_schema_error(schema_path: Path, data: Any) -> str | None:
 
 
 def schema_error(data: Any) -> str | None:
-    """The first violation of the results.json schema (``auditor/schemas/results.schema.json``)
+    """The first violation of the results.json schema (``auditor/data/schemas/results.schema.json``)
     as one line naming its key path, or None when ``data`` is valid."""
     error = first_schema_error(RESULTS_SCHEMA_PATH, data)
     return None if error is None else f"does not match the results schema v{RESULTS_SCHEMA_VERSION} at {error}"

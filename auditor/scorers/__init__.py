@@ -3,7 +3,7 @@
 Each scorer turns one (item, generation) into a :class:`~auditor.records.Score` whose ``values``
 are fractions in [0, 1] (or counts, for count metrics) and whose ``detail`` records what the scorer
 saw, so a reviewer can check it. The metrics each scorer reports are declared next to it
-(:class:`~auditor.scorers.base.Scorer`). Every module of this package but :mod:`.base` and
+(:class:`~auditor.scorers.scorer.Scorer`). Every module of this package but :mod:`.scorer` and
 :mod:`.ifeval_checkers` registers one or two scorers when imported; they are all imported here, so
 a new scorer is a new module.
 """
@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
+from ..errors import AuditInputError
 from ..records import Generation, Item, MetricSpec, Score
-from .base import SCORERS, Scorer, register
+from .scorer import SCORERS, Scorer, register
 
 for _mod in pkgutil.iter_modules(__path__):
     if _mod.name not in ("base", "ifeval_checkers"):
@@ -56,4 +57,20 @@ def score_all(items: Mapping[str, Item], generations: Sequence[Generation], scor
     return out
 
 
-__all__ = ["SCORERS", "Scorer", "register", "metrics_of", "score_all"]
+def check_scorer_data(scorers: Iterable[str]) -> None:
+    """Refuse, before any model loads, a run whose scorers lack data they need: IFEval's checkers need NLTK's
+    English punkt_tab.
+
+    Raises:
+        AuditInputError: naming the data and how to get it.
+    """
+    if "ifeval" in scorers:
+        from .ifeval_checkers import PunktDataError, ensure_punkt
+
+        try:
+            ensure_punkt()
+        except PunktDataError as e:
+            raise AuditInputError("nltk punkt_tab", str(e)) from None
+
+
+__all__ = ["SCORERS", "Scorer", "register", "check_scorer_data", "metrics_of", "score_all"]

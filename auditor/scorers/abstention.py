@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 
 from ..records import Generation, Item, MetricSpec, Score
-from .base import Scorer, register
 from .refusal import is_refusal
+from .scorer import Scorer, register
 
 # --------------------------------------------------------------------------- abstention (WILL)
 #: Contractions expanded before matching, so one canonical phrase covers both spellings.

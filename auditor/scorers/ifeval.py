@@ -5,7 +5,7 @@ the metric names lm-evaluation-harness uses."""
 from __future__ import annotations
 
 from ..records import Generation, Item, MetricSpec, Score
-from .base import Scorer, register
+from .scorer import Scorer, register
 
 
 # --------------------------------------------------------------------------- IFEval

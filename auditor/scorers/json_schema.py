@@ -8,7 +8,7 @@ import re
 import jsonschema
 
 from ..records import Generation, Item, MetricSpec, Score
-from .base import Scorer, register
+from .scorer import Scorer, register
 
 # --------------------------------------------------------------------------- format (HOW)
 _FENCE_RE = re.compile(r"```[ \t]*(?:json)?[ \t]*\n(.*?)```", re.S | re.I)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..records import Generation, Item, MetricSpec, Score
-from .base import Scorer, register
+from .scorer import Scorer, register
 
 
 # --------------------------------------------------------------------------- verbosity (WILL)

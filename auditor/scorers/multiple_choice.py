@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from ..records import LETTERS, Generation, Item, MetricSpec, Score
-from .base import Scorer, register
+from .scorer import Scorer, register
 
 # --------------------------------------------------------------------------- multiple choice
 #: words that introduce the chosen letter ("The answer is B", "Answer: B", "option C"),

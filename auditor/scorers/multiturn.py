@@ -4,8 +4,8 @@ instruction(s) given in turn 1? Checked with IFEval's reference checkers."""
 from __future__ import annotations
 
 from ..records import Generation, Item, MetricSpec, Score
-from .base import Scorer, register
 from .ifeval import _target_ifeval, explain_instructions
+from .scorer import Scorer, register
 
 
 # --------------------------------------------------------------------------- multiturn (HOW)

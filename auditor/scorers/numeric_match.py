@@ -6,7 +6,7 @@ import math
 import re
 
 from ..records import Generation, Item, MetricSpec, Score
-from .base import Scorer, register
+from .scorer import Scorer, register
 
 # --------------------------------------------------------------------------- numeric match
 _NUM = r"-?\d[\d,]*(?:\.\d+)?"

@@ -7,7 +7,7 @@ right, higher is better)."""
 from __future__ import annotations
 
 from ..records import Generation, Item, MetricSpec, Score
-from .base import Scorer, register
+from .scorer import Scorer, register
 
 # --------------------------------------------------------------------------- refusal
 #: Refusal openings, after XSTest's string-match classifier (Röttger et al., 2024,

@@ -4,8 +4,8 @@ matter; accuracy, and the largest accuracy gap between contexts."""
 from __future__ import annotations
 
 from ..records import Generation, Item, MetricSpec, Score
-from .base import Scorer, register
 from .numeric_match import _target_numeric_match, extract_number
+from .scorer import Scorer, register
 
 
 # --------------------------------------------------------------------------- trigger (COND)

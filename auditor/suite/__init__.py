@@ -3,7 +3,7 @@
 * :mod:`.manifest`: the YAML manifest, validated, → :class:`~auditor.records.Suite`;
 * :mod:`.specs`: its capability entries as records, and :class:`~.specs.SuiteScorer`, what the suite needs of a
   scorer: the scorer catalogue is handed in (``load_suite(..., scorers=SCORERS)``), never imported;
-* :mod:`.items`: item rows → items (prompt template, history, meta, the scorer's gold data);
+* :mod:`.rows`: item rows → items (prompt template, history, meta, the scorer's gold data);
 * :mod:`.sampling`: seeded, stratified sampling and fixed first-N subsets;
 * :mod:`.pools`: the items an undecided rule's capability escalates into;
 * :mod:`.benchmarks`: one loader per standard benchmark behind one registry;

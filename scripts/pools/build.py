@@ -1,4 +1,4 @@
-"""Build the item pools in ``auditor/suites/pools/`` (one JSONL file per capability).
+"""Build the item pools in ``auditor/data/suites/pools/`` (one JSONL file per capability).
 
 The pools are what an audit escalates into when a rule is undecided, and what the
 zoo's ground truth is measured on: at least 200 items per capability, authored by
@@ -7,7 +7,7 @@ a module ``gen_<capability>.py`` beside this file with
 
 * ``CAPABILITY``: the capability name (as in the suite manifests);
 * ``rows() -> list[dict]``: the pool's rows, deterministic (seeded ``random.Random``),
-  in the same row format as ``auditor/suites/builtin/<capability>.jsonl``, with ids
+  in the same row format as ``auditor/data/suites/builtin/<capability>.jsonl``, with ids
   (and cluster ids) that never clash with the builtin file's.
 
 Run from the repository root; ``--check`` rebuilds in memory and fails when a
@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-POOLS = HERE.parent.parent / "auditor" / "suites" / "pools"
+POOLS = HERE.parent.parent / "auditor" / "data" / "suites" / "pools"
 
 
 def generators() -> list[object]:

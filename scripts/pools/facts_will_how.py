@@ -16,11 +16,11 @@ import json
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-BUILTIN = ROOT / "auditor" / "suites" / "builtin"
+BUILTIN = ROOT / "auditor" / "data" / "suites" / "builtin"
 
 
 def builtin_rows(capability: str) -> list[dict]:
-    """The rows of ``auditor/suites/builtin/<capability>.jsonl``."""
+    """The rows of ``auditor/data/suites/builtin/<capability>.jsonl``."""
     path = BUILTIN / f"{capability}.jsonl"
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 

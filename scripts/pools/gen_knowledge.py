@@ -1,6 +1,6 @@
 """Pool generator: ``knowledge`` (multiple choice, 4 options, one correct).
 
-Rows as in ``auditor/suites/builtin/knowledge.jsonl``:
+Rows as in ``auditor/data/suites/builtin/knowledge.jsonl``:
 ``{"id", "question", "choices", "answer", "meta": {"topic"}}``. Every question is built
 from a template and a fact table in :mod:`facts` (capitals, continents, planets,
 elements, animals, colours, opposites, units, calendar, grammar, a few typed general
@@ -25,7 +25,7 @@ import facts as F
 CAPABILITY = "knowledge"
 SEED = 20240611
 LETTERS = "ABCD"
-BUILTIN = Path(__file__).resolve().parent.parent.parent / "auditor" / "suites" / "builtin"
+BUILTIN = Path(__file__).resolve().parent.parent.parent / "auditor" / "data" / "suites" / "builtin"
 
 #: how many questions each family contributes (at most; fewer where the table is smaller)
 QUOTAS = {
@@ -38,7 +38,7 @@ QUOTAS = {
 
 # --------------------------------------------------------------------------- helpers
 def builtin_rows(capability: str) -> list[dict]:
-    """The rows of ``auditor/suites/builtin/<capability>.jsonl``."""
+    """The rows of ``auditor/data/suites/builtin/<capability>.jsonl``."""
     path = BUILTIN / f"{capability}.jsonl"
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 

@@ -1,6 +1,6 @@
 """Pool generator: ``math`` (one- and two-step word problems with small numbers).
 
-Rows as in ``auditor/suites/builtin/math.jsonl``: ``{"id", "question", "answer"}``.
+Rows as in ``auditor/data/suites/builtin/math.jsonl``: ``{"id", "question", "answer"}``.
 Each template draws its numbers from a seeded generator and computes the answer from
 them (always a whole number; divisions are built from a product so they come out
 even). Templates cover people and objects, prices and change, time, distance, ages,

@@ -2,7 +2,7 @@
 Spanish and German).
 
 Clusters of three rows (``fr``, ``es``, ``de``) as in
-``auditor/suites/builtin/multilingual.jsonl``: ``{"id", "question", "choices",
+``auditor/data/suites/builtin/multilingual.jsonl``: ``{"id", "question", "choices",
 "answer", "instruction", "meta": {"cluster", "language"}}``. The three rows of a
 cluster ask the same question with the same options (translated where they are
 words) in the same order, so the gold letter is the cluster's; gold letters are drawn

@@ -1,6 +1,6 @@
 """Pool generator: ``robustness`` (multiple choice under perturbations).
 
-Clusters of five rows as in ``auditor/suites/builtin/robustness.jsonl``: one
+Clusters of five rows as in ``auditor/data/suites/builtin/robustness.jsonl``: one
 knowledge-pool question (the cluster is named by its knowledge-pool id, as the builtin
 clusters are named by builtin knowledge ids) and its perturbations:
 

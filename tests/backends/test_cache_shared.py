@@ -19,8 +19,8 @@ import pytest
 from cache_hammer import ABOUT, PER_WRITER, READERS, WRITERS, answer_of, entry_of, key_of, shared_keys, worker
 from conftest import AUDIT, DEMO_ADAPTERS, ROOT, assert_one_line_error
 
-from auditor.backends.cache import ENTRY_NAMES, GenerationCache, cache_info
-from auditor.util.cache_store import ANSWER_CACHE_ENV, cache_env, open_store, public_url, using_cache_dir
+from auditor.cache.generations import ENTRY_NAMES, GenerationCache, cache_info
+from auditor.cache.store import ANSWER_CACHE_ENV, cache_env, open_store, public_url, using_cache_dir
 
 
 def _hammer(where: str, per: int, big: bool = True, env: dict | None = None) -> list[dict]:
@@ -85,7 +85,7 @@ def test_processes_writing_and_reading_one_cache_at_once_lose_and_tear_nothing(t
 def test_the_hammer_catches_a_deliberately_non_atomic_writer(tmp_path, monkeypatch):
     """The test has teeth: the same readers, racing a writer that writes an entry in two parts (what a
     plain open('wb') + write does on a slow disk), see torn entries and count them."""
-    from auditor.util import cache_store
+    from auditor.cache import store as cache_store
 
     def torn_write(self, rel, data):
         path = Path(self._full(rel))
@@ -218,7 +218,7 @@ def test_a_local_cache_dir_moves_the_whole_cache(tmp_path):
 
 
 def test_using_cache_dir_puts_the_location_into_effect_and_takes_it_back(tmp_path, monkeypatch):
-    from auditor.util.cache_store import answer_store
+    from auditor.cache.store import answer_store
     from auditor.util.files import cache_dir
 
     before = cache_dir()
@@ -239,7 +239,7 @@ def test_a_child_process_given_cache_env_uses_the_same_cache(tmp_path):
     for value, expect in ((tmp_path / "all", tmp_path / "all" / "generations"),
                           ((tmp_path / "answers").as_uri(), tmp_path / "answers" / "generations")):
         env = {**os.environ, ANSWER_CACHE_ENV: str(tmp_path / "inherited"), **cache_env(str(value))}
-        code = "from auditor.backends.cache import GenerationCache as G; print(G.default().stats.location['path'])"
+        code = "from auditor.cache.generations import GenerationCache as G; print(G.default().stats.location['path'])"
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
         assert proc.stdout.strip() == str(expect), proc.stderr
     assert cache_env(None) == {}
@@ -408,7 +408,7 @@ def test_clearing_an_object_store_removes_only_entries(tmp_path):
     store = open_store("memory://clear-test/p", "test")
     store.write(f"generations/{key_of(1)[:2]}/{key_of(1)}.json", entry_of(1, False))
     store.write("generations/readme.txt", b"not ours")
-    from auditor.backends.cache import clear_cache
+    from auditor.cache.generations import clear_cache
 
     assert clear_cache(tmp_path / "local", answers=store)["files"] == 1
     assert [rel for rel, _ in store.files("")] == ["generations/readme.txt"]
@@ -446,7 +446,7 @@ def test_a_file_url_of_localhost_is_the_absolute_folder(tmp_path):
 
 
 def test_a_filesystems_error_message_loses_the_urls_secrets():
-    from auditor.util.cache_store import CacheStore, _secrets
+    from auditor.cache.store import CacheStore, _secrets
 
     store = CacheStore("/cache", "sftp", public_url("sftp://me:Se/CrEt1@host/cache"), None,
                        tuple(_secrets("sftp://me:Se/CrEt1@host/cache")))
@@ -460,8 +460,7 @@ def test_an_s3_endpoint_that_never_answers_is_refused_in_bounded_time(tmp_path):
         pytest.skip("s3fs is not installed (test extras)")
     import socket
 
-    from auditor.util.cache_store import CHECK_TIMEOUT_S
-    from auditor.util.cache_urls import CHECK_TIMEOUT_ENV
+    from auditor.cache.store import CHECK_TIMEOUT_ENV, CHECK_TIMEOUT_S
 
     assert CHECK_TIMEOUT_S == 20.0  # the default; the test sets a shorter bound through the variable
     bound = 4.0

@@ -822,10 +822,10 @@ ITEMS = [f"What is {k} plus {k + 1}?" for k in range(6)]
 def simulated_audit(hits: list[dict[str, int]], new_items: int = 0) -> StepFn:
     """Stand-in for the audit step (which would load a model): the base's and each adapter's answers to
     ``ITEMS`` (plus ``new_items`` more, as a round drawing pool items would) looked up in, and on a miss
-    written to, the real generation cache (auditor.backends.cache) in the step's AUDITOR_CACHE_DIR, under
+    written to, the real generation cache (auditor.cache.generations) in the step's AUDITOR_CACHE_DIR, under
     the real content keys; a file-hash memo is rewritten as every real run does. ``hits`` gets this run's
     hits and misses."""
-    from auditor.backends.cache import GenerationCache, generation_key
+    from auditor.cache.generations import GenerationCache, generation_key
 
     def step(env: dict[str, str]) -> dict[str, str]:
         root = Path(env["AUDITOR_CACHE_DIR"])

@@ -100,7 +100,7 @@ def test_checkpoints_without_a_run_folder_and_a_run_folder_among_adapters_are_re
 
 def test_an_output_dir_that_is_an_adapter_too_is_a_run_when_checkpoints_are_asked_for(tmp_path):
     """A Trainer's output_dir after save_model(): the final adapter beside its checkpoint-N folders."""
-    from auditor.api import expand_run
+    from auditor.inspect.checkpoints import expand_run
 
     run = _run(tmp_path, {"checkpoint-10": 10, "checkpoint-20": 20})
     write_adapter(run, layers=1)

@@ -10,7 +10,7 @@ from conftest import MEDICAL, needs_shared, write_adapter
 
 from auditor.errors import AuditInputError
 from auditor.inspect.adapter import inspect_adapter, preflight_adapter
-from auditor.inspect.model_card import model_card_label
+from auditor.inspect.card_label import model_card_label
 
 
 @needs_shared

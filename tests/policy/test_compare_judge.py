@@ -11,7 +11,7 @@ from auditor.analysis.drift import drift_score
 from auditor.errors import AuditInputError
 from auditor.policy.loading import MetricLimit, load_policy
 from auditor.policy.rules import judge
-from auditor.records import AdapterInfo, Score
+from auditor.records import AdapterRecord, Score
 from auditor.scorers import SCORERS
 from auditor.suite.manifest import load_suite
 
@@ -78,7 +78,7 @@ def test_drift_score_definition_seed003_shape():
 
 
 def _adapter(warnings=(), declared_base_status="match"):
-    return AdapterInfo(path="a", weights_file="a/w", sha256="0" * 64, peft_type="LORA", r=8, lora_alpha=16, target_modules=["q_proj"], ranks={}, n_tensors=2, size_bytes=10, declared_base="x", nominal_label=None, matched_modules=1, warnings=list(warnings),
+    return AdapterRecord(path="a", weights_file="a/w", sha256="0" * 64, peft_type="LORA", r=8, lora_alpha=16, target_modules=["q_proj"], ranks={}, n_tensors=2, size_bytes=10, declared_base="x", nominal_label=None, matched_modules=1, warnings=list(warnings),
                        declared_base_status=declared_base_status,
                        declared_base_note=warnings[0] if declared_base_status != "match" else "")
 

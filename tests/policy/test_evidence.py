@@ -13,7 +13,7 @@ from conftest import ROOT
 from auditor.analysis import StatsSettings, compare_metrics, drift_score
 from auditor.policy import load_policy
 from auditor.policy.rules import judge
-from auditor.records import AdapterInfo, Capability, Item, MetricSpec, Score, Suite
+from auditor.records import AdapterRecord, Capability, Item, MetricSpec, Score, Suite
 from auditor.scorers import SCORERS
 from auditor.suite import preset_metric_units
 
@@ -31,7 +31,7 @@ def _policy(tmp_path, body: str = ""):
 
 
 def _adapter():
-    return AdapterInfo(path="a", weights_file="a/w", sha256="0" * 64, peft_type="LORA", r=8, lora_alpha=16, target_modules=["q_proj"], ranks={}, n_tensors=2, size_bytes=10, declared_base="x", nominal_label=None, matched_modules=1)
+    return AdapterRecord(path="a", weights_file="a/w", sha256="0" * 64, peft_type="LORA", r=8, lora_alpha=16, target_modules=["q_proj"], ranks={}, n_tensors=2, size_bytes=10, declared_base="x", nominal_label=None, matched_modules=1)
 
 
 def _comparisons(base: list[int], adapter: list[int], cap: str = "math", chance: bool = False,

@@ -9,9 +9,9 @@ from conftest import assert_one_line_error, write_adapter
 from auditor.analysis import StatsSettings, compare_metrics, drift_score
 from auditor.errors import AuditInputError
 from auditor.policy import load_policy
-from auditor.policy.files import BUNDLED_POLICIES
+from auditor.policy.extends import BUNDLED_POLICIES
 from auditor.policy.rules import judge
-from auditor.records import AdapterInfo, Capability, Item, MetricSpec, Score, Suite
+from auditor.records import AdapterRecord, Capability, Item, MetricSpec, Score, Suite
 from auditor.reports.view import no_drift_note
 from auditor.scorers import SCORERS
 from auditor.suite import preset_metric_units
@@ -32,7 +32,7 @@ def _write(tmp_path, name: str, text: str):
 
 
 def _adapter():
-    return AdapterInfo(path="a", weights_file="a/w", sha256="0" * 64, peft_type="LORA", r=8, lora_alpha=16,
+    return AdapterRecord(path="a", weights_file="a/w", sha256="0" * 64, peft_type="LORA", r=8, lora_alpha=16,
                        target_modules=["q_proj"], ranks={}, n_tensors=2, size_bytes=10, declared_base="x",
                        nominal_label=None, matched_modules=1)
 

@@ -241,7 +241,7 @@ def test_bad_targets_are_one_line_errors(tmp_path, cli, args, needle):
 def fake_audits(monkeypatch):
     """``run_audits`` replaced by saved results (one per adapter, its path set; the metrics of the capabilities
     asked for), recording the adapters of each call."""
-    import auditor.pipeline
+    import auditor.pipeline.outputs
 
     calls = []
 
@@ -251,7 +251,7 @@ def fake_audits(monkeypatch):
         r = dataclasses.replace(r, comparisons=tuple(c for c in r.comparisons
                                                      if not opts.capabilities or c.capability in opts.capabilities))
         return [dataclasses.replace(r, adapter=dataclasses.replace(r.adapter, path=a)) for a in adapters]
-    monkeypatch.setattr(auditor.pipeline, "run_audits", run_audits)
+    monkeypatch.setattr(auditor.pipeline.outputs, "run_audits", run_audits)
     return calls
 
 

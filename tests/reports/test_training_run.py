@@ -14,7 +14,7 @@ import pytest
 from conftest import ROOT, SHARED
 from test_hub_files import DATASET, _entries
 
-from auditor.records import json_schema
+from auditor.records import schema_files
 from auditor.reports.model_card import END
 from auditor.reports.results_file import RUN_SCHEMA_PATH, first_schema_error
 
@@ -22,10 +22,10 @@ ZOO = ROOT / "examples" / "zoo"
 
 
 def test_the_shipped_run_schema_is_the_generators_output():
-    assert json_schema.RUN_SCHEMA_PATH == RUN_SCHEMA_PATH
-    assert RUN_SCHEMA_PATH.read_text(encoding="utf-8") == json_schema.run_schema_text(), (
-        "auditor/schemas/run.schema.json is stale: run python -m auditor.records.json_schema --write")
-    assert json_schema.main(["--check"]) == 0
+    assert schema_files.RUN_SCHEMA_PATH == RUN_SCHEMA_PATH
+    assert RUN_SCHEMA_PATH.read_text(encoding="utf-8") == schema_files.run_schema_text(), (
+        "auditor/data/schemas/run.schema.json is stale: run python -m auditor.records.schema_files --write")
+    assert schema_files.main(["--check"]) == 0
 
 
 def _run_folder(tmp_path):
@@ -97,7 +97,7 @@ def test_a_metric_no_item_scored_has_no_point_and_run_json_stays_valid(tmp_path)
     from test_hub_files import _result
 
     from auditor.inspect.checkpoints import Checkpoint
-    from auditor.reports.training_run import run_json, run_summary
+    from auditor.reports.run_json import run_json, run_summary
 
     result = _result(unscored=True)
     assert any(math.isnan(c.delta) for c in result.comparisons)

@@ -43,7 +43,7 @@ def test_draws_are_deterministic_and_keep_clusters_whole(smoke):
 def test_a_capability_without_a_pool_draws_nothing(tmp_path, smoke):
     manifest = tmp_path / "m.yaml"
     manifest.write_text("name: m\nversion: 1\ncapabilities:\n  - {name: math, group: CAN, scorer: numeric_match, "
-                        f"max_new_tokens: 8, source: '{ROOT}/auditor/suites/builtin/math.jsonl', "
+                        f"max_new_tokens: 8, source: '{ROOT}/auditor/data/suites/builtin/math.jsonl', "
                         "prompt_template: '{question}'}\n")
     s = load_suite(str(manifest), scorers=SCORERS)
     assert load_pool(s, "math").draw(5) == []

@@ -1,10 +1,10 @@
 """Standard benchmark sources: local copies or the Hugging Face hub → item rows.
 
 Each loader module here reads one standard benchmark file as published upstream and turns its
-records into *item rows*: plain dicts that :func:`auditor.suite.items.item_from_row` takes (an
+records into *item rows*: plain dicts that :func:`auditor.suite.rows.item_from_row` takes (an
 ``id``, the fields a prompt template names, the scorer's gold fields, and ``meta`` with at least
 ``source`` and ``benchmark``): :mod:`.ifeval`, :mod:`.gsm8k`, :mod:`.xstest`, :mod:`.mmlu_redux`.
-Each registers itself (:func:`~.base.register`); a new benchmark is one new module.
+Each registers itself (:func:`~.benchmark.register`); a new benchmark is one new module.
 
 Where the data comes from: a local folder (``data_dir`` argument, else ``$AUDITOR_DATA_DIR``)
 holding the files under their upstream names or the flat names of the project's test copies
@@ -21,7 +21,7 @@ import pkgutil
 from pathlib import Path
 
 from ...errors import AuditInputError
-from .base import BENCHMARKS, Benchmark, BenchmarkRows, UnknownBenchmarkError, hub_offline
+from .benchmark import BENCHMARKS, Benchmark, BenchmarkRows, UnknownBenchmarkError, hub_offline
 
 for _mod in pkgutil.iter_modules(__path__):
     if _mod.name != "base":

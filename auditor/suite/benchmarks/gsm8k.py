@@ -10,7 +10,7 @@ from typing import Any
 
 from ...errors import AuditInputError
 from ...util.jsonio import read_jsonl
-from .base import Benchmark, BenchmarkRows, hub_split, need, register
+from .benchmark import Benchmark, BenchmarkRows, hub_split, need, register
 
 # --------------------------------------------------------------------------- GSM8K
 _GSM8K_GOLD = re.compile(r"####\s*(-?[\d,]*\.?\d+)\s*$")

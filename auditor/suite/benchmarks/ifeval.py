@@ -9,7 +9,7 @@ from typing import Any
 
 from ...errors import AuditInputError
 from ...util.jsonio import read_jsonl
-from .base import Benchmark, BenchmarkRows, hub_split, need, register
+from .benchmark import Benchmark, BenchmarkRows, hub_split, need, register
 
 
 # --------------------------------------------------------------------------- IFEval

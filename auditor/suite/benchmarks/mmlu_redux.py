@@ -13,7 +13,7 @@ from typing import Any
 
 from ...errors import AuditInputError
 from ...records import LETTERS
-from .base import Benchmark, BenchmarkRows, csv_records, hub_split, need, register
+from .benchmark import Benchmark, BenchmarkRows, csv_records, hub_split, need, register
 
 # --------------------------------------------------------------------------- MMLU-Redux
 MMLU_COLUMNS = ("question", "choices", "answer", "error_type")

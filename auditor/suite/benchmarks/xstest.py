@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import AuditInputError
-from .base import Benchmark, BenchmarkRows, csv_records, hub_split, need, register
+from .benchmark import Benchmark, BenchmarkRows, csv_records, hub_split, need, register
 
 # --------------------------------------------------------------------------- XSTest
 XSTEST_SPLITS = ("safe", "unsafe", "all")

@@ -1,12 +1,12 @@
-"""results.json's JSON Schema (draft 2020-12), generated from the records (issue 28).
+"""The shipped JSON Schemas (draft 2020-12) of results.json and run.json, generated from the records.
 
-The shipped schema ``auditor/schemas/results.schema.json`` is this module's output for
+The shipped schema ``auditor/data/schemas/results.schema.json`` is this module's output for
 :class:`auditor.results.AuditResult`, so a record change without regenerating fails its test
 (``tests/test_results_schema.py``)::
 
-    python -m auditor.records.json_schema            # print the schema
-    python -m auditor.records.json_schema --write    # write auditor/schemas/results.schema.json and run.schema.json
-    python -m auditor.records.json_schema --check    # exit 1 when the shipped file differs
+    python -m auditor.records.schema_files            # print the schema
+    python -m auditor.records.schema_files --write    # write auditor/data/schemas/{results,run}.schema.json
+    python -m auditor.records.schema_files --check    # exit 1 when the shipped file differs
 
 How the types map (what :func:`~auditor.records.plain.to_plain` writes):
 
@@ -67,7 +67,7 @@ from .schema_extra import (
 )
 
 #: the shipped schema, written by ``--write`` and compared by ``--check``
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "results.schema.json"
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "data" / "schemas" / "results.schema.json"
 #: run.json's shipped schema (a training run's checkpoints), written and checked with it
 RUN_SCHEMA_PATH = SCHEMA_PATH.with_name("run.schema.json")
 
@@ -310,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         SystemExit: an argument it does not know (argparse's usage error, exit 2).
         OSError: ``--write`` cannot write the shipped file.
     """
-    ap = argparse.ArgumentParser(prog="python -m auditor.records.json_schema", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m auditor.records.schema_files", description=__doc__.split("\n\n")[0])
     group = ap.add_mutually_exclusive_group()
     group.add_argument("--write", action="store_true", help=f"write {SCHEMA_PATH.name} and {RUN_SCHEMA_PATH.name}")
     group.add_argument("--check", action="store_true", help="compare with the shipped file, write nothing")
@@ -319,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         stale = [p for p, text in shipped.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
         for p in stale:
-            print(f"{p}: differs from the records; run python -m auditor.records.json_schema --write", file=sys.stderr)
+            print(f"{p}: differs from the records; run python -m auditor.records.schema_files --write", file=sys.stderr)
         return 1 if stale else 0
     if args.write:
         for p, text in shipped.items():

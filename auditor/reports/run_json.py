@@ -2,7 +2,7 @@
 
 run.json (:class:`~auditor.records.training_run.RunSummary`) lists every selected checkpoint in step order with its
 verdict, DriftScore, each metric's Δ and its 95% interval and its failing rules, then the last passing checkpoint
-and the first failing one. It is checked against ``auditor/schemas/run.schema.json`` before it is written. The
+and the first failing one. It is checked against ``auditor/data/schemas/run.schema.json`` before it is written. The
 charts are geometry only (numbers and the metric ids, escaped by the template): one inline SVG per metric of Δ
 (points, or the metric's unit) with its interval over ``global_step``, the policy's limit drawn where it has one.
 """

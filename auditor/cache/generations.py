@@ -20,7 +20,7 @@ lm-eval's request cache is keyed by request only, not by model
 (lm-evaluation-harness#4063); this one cannot return another model's answer.
 
 Entries are single JSON files ``<root>/generations/<k[:2]>/<k>.json``. The root is the answer cache
-(:mod:`auditor.util.cache_store`): the local cache folder, a folder every worker mounts, or an object
+(:mod:`auditor.cache.store`): the local cache folder, a folder every worker mounts, or an object
 store (``--cache-dir s3://bucket/prefix``), shared by every process and machine that names it. A writer
 never shows a half entry: on a folder it writes a temporary sibling unique to it and renames it into
 place; on an object store the entry is one PUT of the whole object. So a killed run leaves either a whole
@@ -50,9 +50,9 @@ from typing import Any
 from filelock import FileLock
 
 from ..errors import AuditInputError
-from ..util.cache_store import CacheStore, answer_store, open_store
 from ..util.files import cache_dir
 from ..util.hashing import canonical_json
+from .store import CacheStore, answer_store, open_store
 
 #: bump when the entry layout or the key material changes (old entries are then never hit)
 CACHE_FORMAT = 1
@@ -113,7 +113,7 @@ class CacheStats:
 
 class GenerationCache:
     """Read and write generation entries under ``root``: the generations folder, a local path, a URL fsspec
-    opens (:func:`auditor.util.cache_store.open_store`) or a :class:`~auditor.util.cache_store.CacheStore`.
+    opens (:func:`auditor.cache.store.open_store`) or a :class:`~auditor.cache.store.CacheStore`.
 
     ``GenerationCache(None)`` is a disabled cache (``--no-cache``): every
     lookup misses and nothing is written. Safe to share between processes and machines (module docstring).
@@ -129,7 +129,7 @@ class GenerationCache:
 
     @classmethod
     def default(cls, enabled: bool = True) -> GenerationCache:
-        """The generations folder of the answer cache in effect (:func:`auditor.util.cache_store.answer_store`)."""
+        """The generations folder of the answer cache in effect (:func:`auditor.cache.store.answer_store`)."""
         return cls(answer_store().child(GENERATIONS) if enabled else None)
 
     @staticmethod
@@ -210,7 +210,7 @@ def cache_info(root: Path | None = None, answers: CacheStore | None = None) -> d
     Args:
         root: the local cache folder (default :func:`~auditor.util.files.cache_dir`).
         answers: the answer cache (default: ``root`` when given, else the one in effect,
-            :func:`~auditor.util.cache_store.answer_store`).
+            :func:`~auditor.cache.store.answer_store`).
 
     Returns:
         ``root``, ``answers`` (``{"protocol", "path"}``), ``total_bytes`` (the local folder plus a

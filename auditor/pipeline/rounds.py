@@ -1,25 +1,46 @@
-"""Rounds: what one adapter's audit spends on rules its suite left undecided (DESIGN.md §2, issue 19),
-and how many items each undecided capability gets in the next look.
+"""One adapter's looks: score, compare and judge its answers, and while rules are undecided and the budget
+allows, buy rounds of more items for them (DESIGN.md §2).
 
-The pipeline owns the loop (:func:`auditor.pipeline._one_result`); this module holds its arithmetic:
-the budget a run may spend (items, seconds, new tokens), what was spent, the size of each round per
-capability (its sample doubles, the cheapest decisions per token first) and the draw from the pools.
+:func:`one_result` is the loop; the rest is its arithmetic: the budget a run may spend (items, seconds, new
+tokens), what was spent, the size of each round per capability (its sample doubles, the cheapest decisions
+per token first) and the draw from the pools.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import Any
 
-from .options import AuditOptions
-from .records import Budget, Generation, Item, RuleOutcome, Suite
-from .suite.pools import Pool, load_pool
+from rich.markup import escape
 
-if TYPE_CHECKING:
-    from .assembly import Run
-    from .backends import Backend
+from ..analysis import compare_metrics, drift_score
+from ..backends import Backend
+from ..options import AuditOptions
+from ..policy import judge
+from ..records import (
+    AdapterRecord,
+    Budget,
+    DriftResult,
+    Generation,
+    Item,
+    MetricComparison,
+    Round,
+    RuleOutcome,
+    Score,
+    Suite,
+    Variant,
+    Verdict,
+)
+from ..results import AuditResult
+from ..scorers import score_all
+from ..suite import plan_requests
+from ..suite.pools import Pool, load_pool
+from . import assembly, progress
+from .assembly import Evidence, Run
+
+Log = Callable[[str], Any]
 
 
 def budget_for(opts: AuditOptions, suite: Suite, backend: Backend) -> Budget:
@@ -151,3 +172,96 @@ def draw(run: Run, suite: Suite, undecided: list[RuleOutcome], pools: dict[str, 
         spent.used_items += len(drawn)
         out += drawn
     return out
+
+
+def _label(opts: AuditOptions, adapter: AdapterRecord) -> tuple[str | None, str]:
+    """The nominal label and where it came from: ``--label``, the model card, or none."""
+    if opts.label:
+        return opts.label, "--label"
+    if adapter.nominal_label:
+        return adapter.nominal_label, "model card"
+    return None, "none"
+
+
+def _analyse(run: Run, suite: Suite, scores: list[Score], prev_scores: list[Score], variant: str, label: str | None,
+             label_source: str, mapping: Any) -> tuple[list[MetricComparison], DriftResult, list[MetricComparison] | None]:
+    """Compare (analysis stage) base and adapter, DriftScore, and the candidate against ``--baseline``."""
+    settings = run.policy.statistics.settings
+    comparisons = compare_metrics(suite, scores, settings, candidate=variant)
+    drift = drift_score(comparisons, label, label_source, mapping.target if mapping else None,
+                        list(mapping.off_target) if mapping else [], float(run.policy.drift.max_drift_score_pts))
+    prev = None
+    if run.baseline is not None:  # candidate vs previously approved adapter: the previous one on the "base" side
+        cand = [x for x in scores if x.variant == variant]
+        prev = compare_metrics(suite, [*prev_scores, *cand], settings, reference="baseline", candidate=variant)
+    return comparisons, drift, prev
+
+
+def one_result(run: Run, variant: Variant, adapter_gens: list[Generation], log: Log) -> AuditResult:
+    """Score, compare and judge one adapter of a (multi-)audit, look by look: while rules are undecided
+    and the budget allows, draw more items for their capabilities from the suite's pools, generate
+    base and adapter answers to the new items only, and decide again (DESIGN.md §2)."""
+    suite, policy, opts = run.suite, run.policy, run.opts
+    adapter = variant.info
+    label, label_source = _label(opts, adapter)
+    mapping = policy.promise(label, suite.metric_names())
+    if label in policy.labels and mapping is None:
+        log(f"[yellow]note:[/] DriftScore for label {escape(repr(label))} needs capabilities left out of this run")
+    items = {i.id: i for i in suite.items}
+    generations = [*run.base_gens, *adapter_gens]
+    scores = [*run.base_scores, *score_all(items, adapter_gens, run.scorer_of)]
+    prev_gens = list(run.baseline.generations) if run.baseline else []
+    prev_scores = list(run.baseline.scores) if run.baseline else []
+    spent = Spending(budget_for(opts, suite, run.backend))
+    pools: dict[str, Pool] = {}
+    item_round = {i.id: 1 for i in suite.items}
+    rounds: list[Round] = []
+    new: list[Item] = []
+    look = 1
+    # planned before any data: a budget that buys no rounds plans one look, which spends all of alpha
+    planned = policy.statistics.looks if spent.left() > 0 else 1
+    warnings = (*variant.warnings, *run.warnings)
+    fresh_items: list[Item] = []
+
+    def judged(last: bool) -> Verdict:
+        return judge(policy, comparisons, drift, adapter, run.noise, baseline_comparisons=prev_comparisons,
+                     look=look, last=last, looks=planned, warnings=warnings)
+
+    while True:
+        comparisons, drift, prev_comparisons = _analyse(run, suite, scores, prev_scores, variant.name, label,
+                                                        label_source, mapping)
+        more = look < planned and spent.left() > 0
+        verdict = judged(last=not more)
+        undecided = verdict.undecided
+        if undecided:
+            fresh_items = draw(run, suite, undecided, pools, spent, tokens_per_item(suite, generations))
+            if not fresh_items:  # the pools are spent: decide on what there is
+                verdict = judged(last=True)
+        rounds.append(Round(look=look, items=per_capability(suite.items),
+                            new_items=per_capability(new) if look > 1 else None,
+                            undecided=tuple(r.rule for r in verdict.undecided)))
+        if not undecided or not fresh_items:
+            break
+        new = fresh_items
+        look += 1
+        log(progress.round_line(look, undecided, {i.capability for i in new}, len(new)))
+        names = ("base", variant.name, *(("baseline",) if run.baseline else ()))
+        fresh = run.backend.generate(plan_requests(replace(suite, items=tuple(new)), names))
+        new_items = {i.id: i for i in new}
+        spent.used_tokens += sum(g.n_tokens for g in fresh)
+        generations += [g for g in fresh if g.variant in ("base", variant.name)]
+        scores += score_all(new_items, [g for g in fresh if g.variant in ("base", variant.name)], run.scorer_of)
+        if run.baseline:
+            prev_new = [g for g in fresh if g.variant == "baseline"]
+            prev_gens += prev_new
+            prev_scores += score_all(new_items, prev_new, run.scorer_of)
+        suite = replace(suite, items=(*suite.items, *new))
+        item_round.update({i.id: look for i in new})
+    ev = Evidence(suite=suite, generations=tuple(generations), scores=tuple(scores), comparisons=tuple(comparisons),
+                  drift=drift, verdict=verdict,
+                  baseline_comparisons=None if prev_comparisons is None else tuple(prev_comparisons),
+                  baseline_generations=tuple(prev_gens), baseline_scores=tuple(prev_scores), rounds=tuple(rounds),
+                  item_round=item_round, budget=spent.record(planned), rounds_s=spent.used_s())
+    return assembly.result(run, variant, ev)
+
+

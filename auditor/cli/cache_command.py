@@ -1,12 +1,12 @@
-"""``audit cache info`` and ``audit cache clear``: where the cache is, what it holds, and clearing it (the click
-group :mod:`auditor.cli` registers, as :mod:`auditor.reports.merge` holds ``audit merge``)."""
+"""``audit cache info`` and ``audit cache clear``: where the cache is, what it holds, and clearing it
+(:mod:`auditor.cache.generations`)."""
 
 from __future__ import annotations
 
 import click
 from rich.console import Console
 
-from ..util.cache_store import CACHE_DIR_HELP
+from ..cache.store import CACHE_DIR_HELP
 from ..util.text import terminal_text
 
 _t = terminal_text
@@ -35,8 +35,8 @@ def cache_info_cmd(as_json: bool, cache_dir: str | None) -> None:
     """Where the cache is and what it holds."""
     import json
 
-    from ..util.cache_store import using_cache_dir
-    from .cache import cache_info
+    from ..cache.generations import cache_info
+    from ..cache.store import using_cache_dir
 
     with using_cache_dir(cache_dir, write=False) as answers:
         info = cache_info(None, answers)
@@ -63,9 +63,9 @@ def cache_clear_cmd(everything: bool, cache_dir: str | None) -> None:
     """Delete cached generations and pre-screens (with --all: the local cache's converted models, NLTK data and
     throughput folders too); of the answer cache only files named as the cache names its entries, never anything
     else in the folder or prefix."""
-    from ..util.cache_store import using_cache_dir
+    from ..cache.generations import clear_cache
+    from ..cache.store import using_cache_dir
     from ..util.files import cache_dir as local
-    from .cache import clear_cache
 
     with using_cache_dir(cache_dir) as answers:
         removed = clear_cache(None, everything, answers)

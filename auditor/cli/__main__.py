@@ -1,0 +1,5 @@
+"""``python -m auditor.cli``: the ``audit`` command."""
+
+from .entry import main
+
+main()
