@@ -84,7 +84,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 #: the test files that take longest, longest first (seconds of one worker, measured 2026-12-05 on 2 cores under
 #: ``scripts/test.sh``): handed out first, so that the run does not end with one of them alone on one worker
-LONGEST_FILES = ("test_cli.py", "backends/test_ray.py", "callback/test_audit_callback.py",  # 460, 195, 190 s
+LONGEST_FILES = ("test_verdicts.py",  # two whole default audits in one process: about 6 min on one thread
+                 "test_cli.py", "backends/test_ray.py", "callback/test_audit_callback.py",  # 460, 195, 190 s
                  "test_crash.py", "backends/test_cache.py", "backends/test_cache_shared.py",  # 140, 135, 115 s
                  "backends/test_vllm.py", "inspect/test_tokenizer_files.py", "test_model_families.py",  # 110, 100, 95 s
                  "backends/test_openai.py", "backends/test_vllm_setup.py", "inspect/test_base_model.py")  # 80, 80, 60 s

@@ -103,7 +103,7 @@ def test_a_budget_that_gives_a_kind_twice_or_nonsense_is_one_error_line(text, cl
 def test_math_adapter_raises_numeric_match_end_to_end(tmp_path):
     out = tmp_path / "math"
     proc = audit(DEMO_ADAPTERS / "math-arith-r8", "--capability", "math", "--limit", "12", "--out", out, "--json")
-    assert proc.returncode in (0, 1), proc.stderr
+    assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in out.iterdir()) == ["checklist.md", "junit.xml", "report.html", "results.json",
                                                      "results.sarif", "summary.md"]
     r = json.loads((out / "results.json").read_text())
@@ -129,7 +129,7 @@ def test_release_checklist_against_previous_adapter(tmp_path):
     out = tmp_path / "release"
     proc = audit(DEMO_ADAPTERS / "math-arith-r8", "--baseline", DEMO_ADAPTERS / "terse-instruct-r8",
                  "--capability", "math", "--limit", "6", "--out", out, "--format", "checklist")
-    assert proc.returncode in (0, 1), proc.stderr
+    assert proc.returncode == 0, proc.stderr
     r = json.loads((out / "results.json").read_text())
     assert schema_error(r) is None
     prev = r["baseline"]
@@ -160,7 +160,7 @@ def test_third_party_adapter_audits_with_base_mismatch_warning(tmp_path):
     out = tmp_path / "med"
     # every capability of the smoke suite, one item each: each scorer on a real third-party adapter's output
     proc = audit(MEDICAL / "adapter_model.safetensors", "--limit", "1", "--out", out)
-    assert proc.returncode in (0, 1), proc.stderr
+    assert proc.returncode == 0, proc.stderr
     r = json.loads((out / "results.json").read_text())
     assert any("SmolLM-135M-Instruct" in w for w in r["verdict"]["warnings"])
     assert [x["outcome"] for x in r["verdict"]["rules"] if x["rule"] == "declared base matches"] == ["warn"]
@@ -232,7 +232,7 @@ def test_three_runs_give_byte_identical_results_apart_from_timestamps_and_durati
         # two pass/fail capabilities with short answers (12 new tokens), one of them clustered
         proc = audit(DEMO_ADAPTERS / "terse-instruct-r8", "--capability", "knowledge", "--capability", "multilingual",
                      "--limit", "3", "--batch-size", "4", "--noise-floor", "--no-cache", "--out", out)
-        assert proc.returncode in (0, 1), proc.stderr
+        assert proc.returncode == 0, proc.stderr
         texts.append((out / "results.json").read_text())
     stripped = []
     for t in texts:

@@ -106,7 +106,7 @@ def test_gemma3_270m_is_a_second_embedded_base_audited_with_plain_prompts(tmp_pa
     r = subprocess.run([sys.executable, "-m", "auditor.cli", str(root / "examples" / "gemma3-270m" / "math-arith-r8"),
                         "--capability", "math", "--limit", "2", "--budget", "0", "--out", str(out)],
                        cwd=root, capture_output=True, text=True, timeout=1200)
-    assert r.returncode in (0, 1), r.stderr[-3000:]
+    assert r.returncode == 0, r.stderr[-3000:]
     res = json.loads((out / "results.json").read_text())
     assert res["base"]["name"] == "google/gemma-3-270m" and res["base"]["source"] == "embedded:gemma-3-270m-q4_k_m.gguf"
     assert {p["chat_template"] for p in res["run"]["prompts"].values()} == {"none"}

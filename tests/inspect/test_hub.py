@@ -92,7 +92,7 @@ def test_audit_of_a_hub_adapter_records_its_commit(hub_cache, tmp_path):
     out = tmp_path / "o"
     proc = subprocess.run([*AUDIT, "acme/terse-adapter", "--capability", "math", "--limit", "1", "--out", str(out),
                            "--quiet"], capture_output=True, text=True, cwd=ROOT, env=os.environ, timeout=1800)
-    assert proc.returncode in (0, 1), proc.stderr
+    assert proc.returncode == 0, proc.stderr
     r = json.loads((out / "results.json").read_text())
     assert r["adapter"]["hub"] == {"repo_id": "acme/terse-adapter", "requested": "main", "revision": COMMIT}
     assert r["adapter"]["path"].endswith(f"snapshots/{COMMIT}") and schema_error(r) is None
@@ -158,7 +158,7 @@ def test_audit_of_two_hub_subfolders_records_commit_and_subfolder(hub_cache, tmp
                            "acme/medai@main:run-5epochs/checkpoint-500", "--capability", "math", "--limit", "1",
                            "--out", str(out), "--quiet"], capture_output=True, text=True, cwd=ROOT, env=os.environ,
                           timeout=1800, check=False)
-    assert proc.returncode in (0, 1), proc.stderr
+    assert proc.returncode == 0, proc.stderr
     r = json.loads((out / "results.json").read_text())
     assert schema_error(r) is None
     assert r["adapter"]["hub"] == {"repo_id": "acme/medai", "requested": "main", "revision": COMMIT,

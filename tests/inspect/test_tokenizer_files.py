@@ -257,7 +257,7 @@ def test_a_pretrained_base_is_audited_with_plain_prompts_end_to_end(base_model, 
     adapter = _adapter(tmp_path)
     out = tmp_path / "out"
     r = audit(adapter, "--base", base, "--capability", "math", "--limit", "2", "--budget", "0", "--out", out)
-    assert r.returncode in (0, 1), r.stderr[-2000:]
+    assert r.returncode == 0, r.stderr[-2000:]
     res = json.loads((out / "results.json").read_text())
     assert {p["chat_template"] for p in res["run"]["prompts"].values()} == {"none"}
     prompts = [it["rendered_prompt"] for it in res["items"]]
