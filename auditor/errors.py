@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-#: exit codes of the ``audit`` command (DESIGN.md §2)
+#: exit codes of the ``audit`` command (docs/concepts/design.md, the data flow)
 EXIT_PASS = 0
 EXIT_POLICY_FAIL = 1
 EXIT_INPUT_ERROR = 2

@@ -37,7 +37,7 @@ def test_audit_through_the_python_api_returns_the_typed_result(tmp_path):
         audit(DEMO_ADAPTERS / "math-arith-r8", sweet="smoke")
 
 
-# the Python API under the command's names (issue 33 item 8): no model is loaded until the last test
+# the Python API under the command's names: no model is loaded until the last test
 
 @pytest.mark.parametrize("text", ["auto", "0", "300", "10m", "20ktok", "auto,20m", "300, 90s", "20ktok,1h"])
 def test_budget_is_read_as_the_command_reads_it(text):

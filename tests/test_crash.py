@@ -1,4 +1,4 @@
-"""Crash safety (issue 8): an audit killed with SIGKILL during base-model conversion,
+"""Crash safety: an audit killed with SIGKILL during base-model conversion,
 generation or report writing leaves nothing that a later run takes as valid, and
 the next run gives the same results as an uninterrupted one; audits started at
 once on one cache directory do not corrupt each other.
@@ -81,7 +81,7 @@ def _comparable(r: dict) -> dict:
 
 @pytest.fixture(scope="module")
 def adapter(tmp_path_factory) -> Path:
-    """rank_pattern gives v_proj rank 8 > r = 4 (issue 8, kind 9); the declared base and the card's
+    """rank_pattern gives v_proj rank 8 > r = 4 (fault kind 9); the declared base and the card's
     label carry terminal escapes (untrusted text)."""
     g = torch.Generator().manual_seed(3)
     t = {}

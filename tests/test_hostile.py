@@ -1,4 +1,4 @@
-"""Hostile and broken inputs (issue 8): every fault kind is built here, by the test,
+"""Hostile and broken inputs: every fault kind is built here, by the test,
 and must end in one line naming the file and the fault, exit code 2, no traceback,
 before any model is loaded; bounded fuzzing of the safetensors reader and the
 policy loader; untrusted text in every output.

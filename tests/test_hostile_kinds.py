@@ -1,4 +1,4 @@
-"""Hostile and broken inputs (issue 8), fault kinds 11-14 and the ``--allow-bin`` opt-in of kind 1.
+"""Hostile and broken inputs, fault kinds 11-14 and the ``--allow-bin`` opt-in of kind 1.
 
 Each test builds its bad input and asserts the one line on stderr (exit code 2) or,
 where the right outcome is a warning, the warning and the judge rule it feeds.

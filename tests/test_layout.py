@@ -164,7 +164,7 @@ def test_stages_import_only_earlier_stages_and_the_foundation():
 
 
 def test_the_layering_check_catches_a_stage_importing_a_later_one(tmp_path):
-    """The check above fails for the import issue 28 removed (the suite reaching into the scorers)."""
+    """The check above fails for a stage importing a later one (the suite reaching into the scorers)."""
     bad = tmp_path / "items.py"
     bad.write_text("def f():\n    from ..scorers import SCORERS\n", encoding="utf-8")
     mods = {**_modules(), "auditor.suite.rows": bad}

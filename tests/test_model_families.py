@@ -1,4 +1,4 @@
-"""The model families people fine-tune, audited end to end on the hf backend (issue 30, part 4).
+"""The model families people fine-tune, audited end to end on the hf backend.
 
 Each family is a tiny random-weight checkpoint built here from its transformers config (2 layers,
 hidden 64, the embedded base's tokenizer and vocabulary) with a random rank-4 LoRA on its attention

@@ -1,4 +1,4 @@
-"""The records between stages are made once and never edited (issue 28).
+"""The records between stages are made once and never edited.
 
 How it is checked: every dataclass of ``auditor.records`` and ``auditor.results`` (and the judge's and
 the pipeline's own hand-over records) is ``frozen`` (assigning a field raises) and ``kw_only`` (made by

@@ -1,4 +1,4 @@
-"""results.json's schema is generated from the records (issue 28): the shipped file is the generator's
+"""results.json's schema is generated from the records: the shipped file is the generator's
 output, a result the records make validates with every optional block, and hostile edits do not.
 
 How it is checked without a model: the result is made of the records the pipeline hands on (an inspected

@@ -1,4 +1,4 @@
-"""The adapter zoo (issue 18): every adapter loads and is inspected on the embedded base, its model card
+"""The adapter zoo: every adapter loads and is inspected on the embedded base, its model card
 states its kind and intended effect in the suite's metric names, and the committed ground-truth table
 names only metrics the suites have; the weight-space pre-screen is computed for each."""
 
@@ -223,7 +223,7 @@ def test_rule_level_confusion_of_the_gate_benchmark():
 
 
 def test_held_out_drift_score_of_a_labelled_adapter():
-    """seeds/003's DriftScore from the truth table: off-target gain − target gain, with the normal interval
+    """The DriftScore from the truth table: off-target gain − target gain, with the normal interval
     of the two independent metrics; None for a label the policy does not know or a metric not measured."""
     from gate_accuracy import _labels, true_drift
 

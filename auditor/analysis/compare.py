@@ -1,8 +1,8 @@
 """Stage 5 — compare: how the adapter moved each capability, with its uncertainty.
 
 Per metric: base and adapter scores, delta (adapter − base; points for
-fraction metrics) and relative delta in % of the base (CapTrack reports drift
-both ways, ``seeds/000``), each with a paired-bootstrap 95% interval, a
+fraction metrics) and relative delta in % of the base (CapTrack (*CapTrack: Multifaceted Evaluation of
+Forgetting in LLM Post-Training*) reports drift both ways), each with a paired-bootstrap 95% interval, a
 p-value (exact McNemar for pass/fail items) and the discordant counts
 (:mod:`auditor.analysis.stats`). The bootstrap replicates are kept for the
 nominal-label check (:mod:`auditor.analysis.drift`) and the judge.

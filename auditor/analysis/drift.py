@@ -1,4 +1,7 @@
-"""The nominal-label check of ``seeds/003``: TargetGain, OffTargetGain and DriftScore.
+"""The nominal-label check: TargetGain, OffTargetGain and DriftScore.
+
+After *Instruction-Tuned, but Not More Verifiable Instruction-Following: A Cross-Task Diagnosis for
+LoRA Adapters*.
 
 * ``TargetGain``    = score(adapter) − score(base) on the label's target metric;
 * ``OffTargetGain`` = the same gain on the off-target metric(s), averaged when

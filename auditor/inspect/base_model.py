@@ -43,7 +43,7 @@ GEMMA_INSTALL_HINT = "pip install 'adapter-auditor[gemma]' (or pip install gemma
 CONVERTER_VERSION = 2
 #: keys transformers writes into the files it saves that describe how they were *loaded* or which
 #: library wrote them, not the model: dropped so the folder is a pure function of the GGUF file
-#: (``local_files_only`` follows ``HF_HUB_OFFLINE`` at conversion time: issue 22)
+#: (``local_files_only`` follows ``HF_HUB_OFFLINE`` at conversion time)
 _LOAD_TIME_KEYS = frozenset({"local_files_only", "is_local", "cache_dir", "force_download", "token",
                              "revision", "subfolder", "_commit_hash", "gguf_file", "trust_remote_code",
                              "proxies", "resume_download", "transformers_version", "name_or_path"})
@@ -241,7 +241,7 @@ def _embedded(spec: EmbeddedBase) -> BaseModel:
     """
     gguf = spec.locate()
     digest = sha256_file(gguf)
-    # the converter's version is in the name: a folder an older converter wrote (issue 22: its
+    # the converter's version is in the name: a folder an older converter wrote (its
     # tokenizer_config.json depended on HF_HUB_OFFLINE) is left alone, not reused; the answers
     # cached for it are keyed by its own folder digest and are not hit either
     final = cache_dir() / "models" / f"{spec.folder}-{digest[:16]}-c{CONVERTER_VERSION}"

@@ -1,5 +1,5 @@
 """One adapter's looks: score, compare and judge its answers, and while rules are undecided and the budget
-allows, buy rounds of more items for them (DESIGN.md §2).
+allows, buy rounds of more items for them (docs/concepts/design.md, the data flow).
 
 :func:`one_result` is the loop; the rest is its arithmetic: the budget a run may spend (items, seconds, new
 tokens), what was spent, the size of each round per capability (its sample doubles, the cheapest decisions
@@ -200,7 +200,8 @@ def _analyse(run: Run, suite: Suite, scores: list[Score], prev_scores: list[Scor
 def one_result(run: Run, variant: Variant, adapter_gens: list[Generation], log: Log) -> AuditResult:
     """Score, compare and judge one adapter of a (multi-)audit, look by look: while rules are undecided
     and the budget allows, draw more items for their capabilities from the suite's pools, generate
-    base and adapter answers to the new items only, and decide again (DESIGN.md §2)."""
+    base and adapter answers to the new items only, and decide again (docs/concepts/design.md, the data
+    flow)."""
     suite, policy, opts = run.suite, run.policy, run.opts
     adapter = variant.info
     label, label_source = _label(opts, adapter)

@@ -1,4 +1,4 @@
-"""The stage order of one audit, and nothing else (DESIGN.md §2).
+"""The stage order of one audit, and nothing else (docs/concepts/design.md, the data flow).
 
 ``inspect → suite/plan → generate → score → analysis → policy → results`` (the reports are written
 by the caller from the returned :class:`~auditor.results.AuditResult`). Cheap checks (arguments,

@@ -2,7 +2,7 @@
 adjustment needs them all). See :mod:`auditor.policy.rules` for the modes; the default policy's is
 ``evidence``.
 
-``evidence`` (issue 19), on the movement m toward the limited direction, its limit L and one look
+``evidence``, on the movement m toward the limited direction, its limit L and one look
 ``k`` of at most ``K`` (``statistics.looks``):
 
 * **fail** when m̂ > L and the movement is statistically real: its one-sided p-value of "no

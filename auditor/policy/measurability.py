@@ -1,4 +1,4 @@
-"""Can this base show the movement a rule looks for? (issue 18)
+"""Can this base show the movement a rule looks for?
 
 A rate the base already has at its floor cannot drop, one at its ceiling cannot rise, and a
 multiple-choice accuracy at chance cannot drop by the limit either: an adapter that broke the
@@ -11,7 +11,7 @@ The room of a rule is how far (in the rule's units: points for ``_pts`` limits, 
 reaches its floor (0, or chance, :attr:`~auditor.records.MetricComparison.floor`) or its ceiling
 (100%). A rule is measurable when its room is at least its limit.
 
-**Below chance is not a floor** (issue 30): chance bounds what an adapter that answers at random
+**Below chance is not a floor**: chance bounds what an adapter that answers at random
 scores, not what a harmful one scores. An adapter whose answers no longer parse, or that picks a
 wrong option on purpose, takes a multiple-choice accuracy below chance (seen: a third-party adapter
 took ``robustness.accuracy`` from 21.9 to 0.0 on 32 items; the zoo's ``instruct-as-math`` from 25.0

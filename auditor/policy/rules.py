@@ -8,7 +8,7 @@ Decision modes of a limit rule (``mode:``), on the *movement* m toward the limit
 drop for ``max_drop_*``, a rise for ``max_rise_*``) and its paired-bootstrap interval
 (:mod:`auditor.analysis.compare`):
 
-* ``evidence`` — the default (issue 19): fail on evidence of harm beyond the limit, pass when the
+* ``evidence`` — the default: fail on evidence of harm beyond the limit, pass when the
   data exclude a clear regression, otherwise undecided, which buys more items
   (:mod:`auditor.policy.decisions` states the tests and their error rates);
 * ``point`` — fail when the point estimate m̂ exceeds the limit;
@@ -74,7 +74,7 @@ def _ci_text(ci: Sequence[float | None] | None, what: str, conf: float) -> str:
 
 def mismatch_kind(target_gain: float, off_target_gain: float) -> str:
     """Which way a DriftScore beyond its limit came about, in words (TargetGain and
-    OffTargetGain in points, as in ``seeds/003``): the promised target fell, or something
+    OffTargetGain in points, as in :mod:`auditor.analysis.drift`): the promised target fell, or something
     else moved more than it."""
     if target_gain < 0 and off_target_gain <= 0:
         return "the capability the label promises got worse"
@@ -206,8 +206,9 @@ def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResul
         baseline_comparisons: candidate vs the previously approved adapter
             (``--baseline``; its "base" side is the previous adapter), judged
             against ``policy.baseline_metrics`` as rules named
-            ``vs previous release: <metric>: ...`` (release-checklist mode;
-            seed 002: behaviour one fine-tune installed can wash out in the next).
+            ``vs previous release: <metric>: ...`` (release-checklist mode:
+            behaviour one fine-tune installed can wash out after later training while the
+            capability loss hides).
         look: the look this judgement is (1: the suite's items; then one per round of items).
         last: no more items will be drawn, so an ``evidence`` rule still undecided is inconclusive.
         looks: the looks planned before any data, for the alpha-spending plan (None: the policy's

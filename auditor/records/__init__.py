@@ -1,4 +1,4 @@
-"""Typed records passed between the stages (DESIGN.md §2).
+"""Typed records passed between the stages (docs/concepts/design.md, the data flow).
 
 Every stage takes and returns these plain dataclasses, so each stage can be
 tested alone and a run can be re-rendered from ``results.json`` (the whole

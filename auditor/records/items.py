@@ -16,7 +16,8 @@ class Item:
     Attributes:
         id: stable id, unique within the suite (``<capability>/<local id>``).
         capability: e.g. ``math``, ``over_refusal``, ``ifeval``.
-        group: ``CAN``, ``WILL``, ``HOW`` or ``COND`` (conditional behaviour, seeds/004).
+        group: ``CAN``, ``WILL``, ``HOW`` or ``COND`` (conditional behaviour: a trigger in the input
+            selects it).
         messages: chat messages (``[{"role": "user", "content": ...}]``).
         max_new_tokens: generation budget for this item.
         target: scorer-specific gold data (gold number, IFEval instruction ids
@@ -103,7 +104,7 @@ class MetricSpec:
             ``"max_gap"``: items are split by ``item.meta[group_key]`` and the
             metric is the largest difference between the group means
             (max − min), e.g. the accuracy gap between contexts of the
-            conditional-trigger probe (seed 004); or ``"excess_gap"``: that gap
+            conditional-trigger probe; or ``"excess_gap"``: that gap
             minus its mean when the group labels are shuffled within each
             cluster (:func:`auditor.analysis.stats.statistic`), 0 on average
             for outcomes that ignore the group, whatever their accuracy.

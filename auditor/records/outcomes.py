@@ -86,7 +86,7 @@ class MetricComparison:
 
 @dataclass(frozen=True, kw_only=True)
 class DriftResult:
-    """Nominal-label check (seed 003, DESIGN.md §1).
+    """Nominal-label check (docs/concepts/drift.md).
 
     ``TargetGain = score(adapter) − score(base)`` on the target metric,
     ``OffTargetGain`` the mean of that gain over the off-target metrics (a

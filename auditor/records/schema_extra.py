@@ -91,7 +91,7 @@ FIELDS: dict[str, dict[str, Any]] = {
     "MetricComparison.p_value": P, "MetricComparison.p_adjusted": P, "MetricComparison.p_decrease": P,
     "MetricComparison.p_increase": P, "MetricComparison.discordant": {"additionalProperties": COUNT},
     "MetricComparison.floor": {**FINITE, **P}, "MetricComparison.ceiling": {**FINITE, **P},
-    "DriftResult.drift_score_pts": {"description": "OffTargetGain - TargetGain, points (seed 003)"},
+    "DriftResult.drift_score_pts": {"description": "OffTargetGain - TargetGain, points"},
     "DriftResult.confidence": CONFIDENCE, "DriftResult.p_positive": P,
     "RuleOutcome.look": POSITIVE, "RuleOutcome.items_to_decide": COUNT, "RuleOutcome.ci": PAIR,
     "RuleOutcome.p_value": P, "RuleOutcome.p_adjusted": P, "RuleOutcome.n_items": COUNT,

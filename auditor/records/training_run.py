@@ -1,4 +1,4 @@
-"""run.json: the audit of a training run's checkpoints, one record per checkpoint in step order (issue 31).
+"""run.json: the audit of a training run's checkpoints, one record per checkpoint in step order.
 
 Units as everywhere (:mod:`auditor.records`): ``delta``, ``ci_low``, ``ci_high`` and ``drift_score_pts`` in
 **points** for rates (adapter − base, ×100), the metric's own unit (words, tokens) otherwise (``delta_unit``).

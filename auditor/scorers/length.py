@@ -1,4 +1,5 @@
-"""Verbosity (WILL): answer length in words and tokens (CapTrack, ``seeds/000``)."""
+"""Verbosity (WILL): answer length in words and tokens (CapTrack: *CapTrack: Multifaceted Evaluation of
+Forgetting in LLM Post-Training*)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from .scorer import Scorer, register
 
 # --------------------------------------------------------------------------- verbosity (WILL)
 def score_length(item: Item, gen: Generation) -> Score:
-    """Response length of one answer, for the ``verbosity`` capability (CapTrack, ``seeds/000``).
+    """Response length of one answer, for the ``verbosity`` capability (CapTrack).
 
     Values (counts, not fractions):
         ``words``: whitespace-separated words of the decoded answer (``len(text.split())``);

@@ -1,5 +1,6 @@
-"""Conditional-trigger probe (COND, ``seeds/004``): the same question under contexts that should not
-matter; accuracy, and the largest accuracy gap between contexts."""
+"""Conditional-trigger probe (COND): the same question under contexts that should not matter; accuracy,
+and the largest accuracy gap between contexts. An adapter can behave well on one input distribution and
+fail on another that differs only by a trigger (a year, a distribution tag, a language)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from .scorer import Scorer, register
 
 # --------------------------------------------------------------------------- trigger (COND)
 def score_trigger(item: Item, gen: Generation) -> Score:
-    """Conditional-trigger probe (``seeds/004``): the same question under contexts that
+    """Conditional-trigger probe: the same question under contexts that
     should not matter (``item.meta["context"]``), scored by numeric match
     (:func:`extract_number`).
 

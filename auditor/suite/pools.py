@@ -1,4 +1,4 @@
-"""Item pools: the items an audit escalates into when a rule is undecided (issue 19).
+"""Item pools: the items an audit escalates into when a rule is undecided.
 
 A capability of a suite manifest may name a ``pool:``, one source or a list of sources in the
 ``source:`` syntax (builtin JSONL paths, or a standard benchmark with ``--data-dir`` or the hub).

@@ -127,7 +127,7 @@ def test_audit_through_a_real_vllm_server(vllm_server, tmp_path):
 
 @pytest.mark.slow
 def test_server_side_refusals_are_one_line_with_the_servers_reason(vllm_server, base_model):
-    """Errors that only the first request shows (issue 21): a prompt longer than the server's context
+    """Errors that only the first request shows: a prompt longer than the server's context
     (the fixture's server has --max-model-len 2048) and a model it does not have loaded. The requests
     reach the real server; the line carries its own message and the knob to turn."""
     from auditor.records import Item

@@ -1,4 +1,4 @@
-"""``--ray`` (issue 32 part 1): the run's generation on a real local Ray cluster (a head node and one more
+"""``--ray``: the run's generation on a real local Ray cluster (a head node and one more
 worker node, both processes of this machine, started by ``ray.cluster_utils.Cluster`` and shut down by the
 fixture), compared with the same run in one process; the one-line errors.
 

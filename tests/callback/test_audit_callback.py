@@ -1,4 +1,4 @@
-"""AuditCallback (issue 31 part 2) on real Trainer runs: a tiny random llama (the embedded base's tokenizer, see
+"""AuditCallback on real Trainer runs: a tiny random llama (the embedded base's tokenizer, see
 test_model_families) and a LoRA trained a few steps on CPU, a checkpoint every 2 steps, each audited by the
 ``audit`` command in its own process on ``--capability math --limit 2 --budget 0``. Checked: the reports next to
 each checkpoint and the copy beside them, the ``audit/`` entries in the trainer's log history and in the

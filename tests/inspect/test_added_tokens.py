@@ -1,4 +1,4 @@
-"""Adapters trained with added tokens (issue 20, part 2): a real PEFT save after ``resize_token_embeddings``,
+"""Adapters trained with added tokens: a real PEFT save after ``resize_token_embeddings``,
 built by examples/build_added_tokens_adapter.py on the embedded base, inspected, audited end to end on hf,
 refused in one line on vLLM; a tokenizer shorter than the saved rows is one line, exit 2."""
 

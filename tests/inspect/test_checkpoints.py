@@ -1,4 +1,4 @@
-"""A training run's folder (issue 31): checkpoint-N folders in global_step order, --checkpoints selection, and the
+"""A training run's folder: checkpoint-N folders in global_step order, --checkpoints selection, and the
 one-line refusals (exit 2). Pure and fast: the folders hold small real-format adapters (conftest.write_adapter)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The tokenizer files an adapter folder ships (issue 20): compared with the base's tokenizer, and
+"""The tokenizer files an adapter folder ships: compared with the base's tokenizer, and
 which chat template renders each variant's prompts (``--chat-template base|adapter|FILE``)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Stages 5–6 (compare, judge): DriftScore as defined in DESIGN.md, policy validation."""
+"""Stages 5–6 (compare, judge): DriftScore as defined in docs/concepts/drift.md, policy validation."""
 
 from __future__ import annotations
 
@@ -159,7 +159,7 @@ def test_adapter_without_effect_fails_by_default():
 
 def test_baseline_limits_judge_candidate_against_previous_release(tmp_path):
     """--baseline: the candidate passes against the base but loses IFEval that the
-    previous release had installed (seed 002) → the 'vs previous release' rule fails."""
+    previous release had installed → the 'vs previous release' rule fails."""
     import yaml
 
     from auditor.policy.loading import DEFAULT_POLICY

@@ -1,6 +1,6 @@
-"""The evidence decision mode (issue 19): fail on evidence of harm beyond the limit, pass when the data
+"""The evidence decision mode: fail on evidence of harm beyond the limit, pass when the data
 exclude a clear regression, otherwise undecided (and inconclusive at the last look); rules the base
-cannot move are not measurable (issue 18); the simulated gate keeps its stated error rates."""
+cannot move are not measurable; the simulated gate keeps its stated error rates."""
 
 from __future__ import annotations
 

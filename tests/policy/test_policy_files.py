@@ -1,4 +1,4 @@
-"""Policy files as a user writes them (issue 33, items 3 and 5): the omitted mode, `extends:`, the
+"""Policy files as a user writes them: the omitted mode, `extends:`, the
 release policy's burden of proof, labels mapped to capabilities."""
 
 from __future__ import annotations
@@ -190,7 +190,7 @@ def test_a_domain_label_mapped_to_a_capability_gets_a_drift_score(tmp_path):
     assert promise is not None and promise.target == "knowledge.accuracy"
     assert set(promise.off_target) == {"math.numeric_match", "ifeval.prompt_level_strict_acc"}  # the run's others
     d = drift_score(comps, "medical", "--label", promise.target, promise.off_target, 15)
-    # DESIGN.md: TargetGain on knowledge (0), OffTargetGain the mean over the others ((50 + 0) / 2)
+    # docs/concepts/drift.md: TargetGain on knowledge (0), OffTargetGain the mean over the others ((50 + 0) / 2)
     assert d.target_gain_pts == pytest.approx(0.0) and d.off_target_gain_pts == pytest.approx(25.0)
     assert d.drift_score_pts == pytest.approx(25.0) and d.mismatch
     v = judge(policy, comps, d, _adapter())

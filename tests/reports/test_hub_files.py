@@ -1,4 +1,4 @@
-"""The Hugging Face Hub's files (issue 31 part 3): ``.eval_results/<metric id>.yaml`` and the model card's "Audit
+"""The Hugging Face Hub's files: ``.eval_results/<metric id>.yaml`` and the model card's "Audit
 against the base" section, from a results.json (no model), through ``audit report``, ``audit run`` (its audits
 replaced by saved results: several adapters, a training run) and the Python API. The end-to-end audit of a run
 folder on the real model writes them too: tests/reports/test_training_run.py."""

@@ -1,4 +1,4 @@
-"""``audit merge``: CI shards' results.json files → one index (issue 32, part 3).
+"""``audit merge``: CI shards' results.json files → one index.
 
 The shards are real audits: a tiny random-weight Llama base (2 layers, hidden 64, the embedded base's tokenizer;
 ``_tiny_family`` of test_model_families.py) and two random LoRAs on it, each audited alone into its own ``--out``
@@ -219,7 +219,7 @@ def test_the_markdown_index_fits_a_job_summary_however_many_adapters(fleet):
     assert len(text.encode()) <= INDEX_MAX_BYTES and "more adapters left out to fit the job summary" in text
 
 
-# ---------------------------------------------------------------- defects found by a new user's try (issue 32)
+# ---------------------------------------------------------------- defects found by a new user's try
 
 
 def test_an_adapter_folder_named_like_an_index_file_gets_another_report_folder(fleet, tmp_path, cli):

@@ -1,4 +1,4 @@
-"""run.json and the run's index.html (issue 31): the shipped run.schema.json is the generator's output, and an
+"""run.json and the run's index.html: the shipped run.schema.json is the generator's output, and an
 end-to-end audit of a run folder (real zoo adapters in the Trainer layout) whose run.json agrees with each
 checkpoint's results.json, whose chart is inline SVG with the text escaped, and whose checkpoints get their own
 Hub eval results and model-card section (--eval-results, --model-card '{adapter}')."""
@@ -48,7 +48,7 @@ def test_a_run_folder_is_audited_in_step_order(tmp_path, cli, base_model):
                "--model-card", str(run / "{adapter}" / "README.md"), "--overwrite")
     assert proc.returncode in (0, 1), proc.stderr[-3000:]
     data = json.loads((out / "run.json").read_text(encoding="utf-8"))
-    # the Hub's files of each checkpoint (issue 31 part 3): its own .eval_results and its own card's section
+    # the Hub's files of each checkpoint: its own .eval_results and its own card's section
     for c in data["checkpoints"]:
         saved = json.loads((out / c["report"] / "results.json").read_text(encoding="utf-8"))
         (comparison,) = saved["comparisons"]

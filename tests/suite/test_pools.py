@@ -1,4 +1,4 @@
-"""Item pools (issue 19 part 3): every smoke capability has at least 200 items to escalate into, drawn in
+"""Item pools: every smoke capability has at least 200 items to escalate into, drawn in
 one seeded order, disjoint from the suite's own items, loading through the scorers' checks; the
 committed pool files are what their generators write."""
 

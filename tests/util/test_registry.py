@@ -1,4 +1,4 @@
-"""The one registry behind scorers, benchmarks and backends (issue 28)."""
+"""The one registry behind scorers, benchmarks and backends."""
 
 from __future__ import annotations
 
