@@ -25,7 +25,7 @@ class AuditOptions:
     limit: int | None = None
     capabilities: tuple[str, ...] = ()
     #: continuous batching: requests decoded at once; static: items per generate call; or "auto"
-    #: (continuous: measured, :mod:`auditor.backends.throughput`; static: what fits in half the free memory)
+    #: (continuous: measured, :mod:`auditor.backends.hf.throughput`; static: what fits in half the free memory)
     batch_size: int | str = "auto"
     #: ``auto`` (bf16 where the hardware has native bf16, else fp32: :mod:`auditor.backends.hardware`),
     #: ``float32``, ``bfloat16`` or ``float16``
@@ -78,7 +78,7 @@ class AuditOptions:
     budget_seconds: float | None = None
     #: ``--budget Ntok``: new tokens (every variant's) the rounds may generate (None: no token limit)
     budget_tokens: int | None = None
-    #: ``--ray [ADDRESS]``: generate on a Ray cluster (:mod:`auditor.backends.ray_cluster`); None: in this process;
+    #: ``--ray [ADDRESS]``: generate on a Ray cluster (:mod:`auditor.backends.ray.cluster`); None: in this process;
     #: ``""``: Ray's default (``$RAY_ADDRESS``, else a new local cluster); ``local``, ``auto``, ``HOST:PORT`` or
     #: ``ray://HOST:PORT``
     ray: str | None = None

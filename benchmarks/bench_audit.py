@@ -65,7 +65,7 @@ sys.path.insert(0, str(ROOT))
 
 from raw_generate import raw_generate_loop  # noqa: E402  (benchmarks/, the script's own folder)
 
-from auditor.backends.hf import HFBackend  # noqa: E402
+from auditor.backends.hf.backend import HFBackend  # noqa: E402
 from auditor.inspect.base_model import resolve_base  # noqa: E402
 from auditor.scorers import SCORERS  # noqa: E402
 from auditor.suite.benchmarks import local_benchmark_file  # noqa: E402
@@ -233,7 +233,7 @@ def part_a_vllm(suite, base) -> dict:
     from vllm.inputs import TokensPrompt
     from vllm.lora.request import LoRARequest
 
-    from auditor.backends.vllm_engine import VLLMBackend
+    from auditor.backends.vllm.engine import VLLMBackend
     from auditor.inspect.adapter import inspect_adapter
     from auditor.util.hashing import adapter_digest
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
-from auditor.backends.hf_stream import stream_generate
+from auditor.backends.hf.stream import stream_generate
 from auditor.inspect.base_model import resolve_base
 
 REPO = Path(__file__).resolve().parent.parent

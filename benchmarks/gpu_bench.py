@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from raw_generate import raw_generate_loop  # noqa: E402  (benchmarks/, the script's own folder)
 
-from auditor.backends.hf import HFBackend  # noqa: E402
+from auditor.backends.hf.backend import HFBackend  # noqa: E402
 from auditor.records import Item, Request  # noqa: E402
 
 SHAPES = {

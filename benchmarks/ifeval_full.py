@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from auditor.analysis.compare import compare_metrics
-from auditor.backends.hf import HFBackend
+from auditor.backends.hf.backend import HFBackend
 from auditor.inspect.base_model import resolve_base
 from auditor.records import Capability, Suite
 from auditor.scorers import SCORERS, metrics_of, score_all
@@ -64,7 +64,7 @@ def main() -> int:
                 done[rec["id"]] = rec
     t0 = time.perf_counter()
     if args.backend == "vllm":
-        from auditor.backends.vllm_engine import VLLMBackend
+        from auditor.backends.vllm.engine import VLLMBackend
 
         backend = VLLMBackend(base.path, None, engine_args={"max_model_len": 2048})
     else:

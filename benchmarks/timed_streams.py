@@ -1,7 +1,7 @@
 """The ``audit`` command as a user runs it, with each continuous-batching stream timed (bench_audit.py part e).
 
 ``python benchmarks/timed_streams.py OUT.json <audit arguments>`` runs ``audit <audit arguments>`` in this
-process with :func:`auditor.backends.hf_stream.stream_generate` wrapped: for every stream (the suite's items
+process with :func:`auditor.backends.hf.stream.stream_generate` wrapped: for every stream (the suite's items
 of a look, then each round's) it records the requests, the prompt and new tokens, the wall seconds and when
 half, 90% and all of its requests had ended (the tail: few requests left decoding while the slots idle), and
 writes the list to OUT.json. results.json records no durations per stream (its runs repeat byte for byte),
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def main(argv: list[str]) -> int:
     sys.path.insert(0, str(ROOT))
-    import auditor.backends.hf_stream as hs
+    import auditor.backends.hf.stream as hs
     from auditor import cli
 
     records: list[dict[str, Any]] = []

@@ -285,7 +285,7 @@ def test_partial_or_misshapen_dora_is_refused(cli, tmp_path):
 
 @pytest.mark.slow
 def test_dora_runs_on_the_hf_backend_even_when_the_config_denies_it(tmp_path, base_model):
-    from auditor.backends.hf import HFBackend
+    from auditor.backends.hf.backend import HFBackend
     from auditor.records import Item, Request
 
     a = _dora(tmp_path / "a", use_dora=False)

@@ -138,7 +138,7 @@ def test_a_thinking_template_is_left_at_its_default_unless_asked(base_model, tmp
 
 
 def test_a_system_message_is_folded_into_the_first_user_turn_where_the_template_rejects_it(base_model, tmp_path):
-    from auditor.backends.hf import HFBackend
+    from auditor.backends.hf.backend import HFBackend
     from auditor.inspect import inspect_adapter
     from auditor.inspect.chat_template import choose_templates
     from auditor.records import Item
@@ -168,7 +168,7 @@ needs_vllm = pytest.mark.skipif(os.environ.get("AUDITOR_NO_VLLM") == "1", reason
 
 @needs_vllm
 def test_which_families_vllm_serves_lora_on_comes_from_its_registry(base_model, tmp_path):
-    from auditor.backends.vllm_compat import vllm_architecture_fault
+    from auditor.backends.vllm.compat import vllm_architecture_fault
 
     faults = {}
     for family in sorted(FAMILIES):

@@ -1,11 +1,16 @@
 """Stage 3 — generate: one backend, one model load, every variant of every item.
 
 * :mod:`.base`: the :class:`Backend` protocol and :class:`CachedBackend`, what all backends share;
-* :mod:`.hf`: transformers + peft (CPU, or one GPU);
-* :mod:`.vllm_engine` (with :mod:`.vllm_compat`, what vLLM can serve): one vLLM engine;
-* :mod:`.openai_server`: an OpenAI-compatible server;
-* :mod:`.ray_cluster` (with :mod:`.ray_setup` and :mod:`.ray_worker`): ``--ray``, the hf or vllm engine on Ray
-  actors, each holding the base and a group of the run's adapters (not a ``--backend`` of its own).
+* :mod:`.hardware`: ``--dtype auto``, what the machine runs natively;
+* :mod:`.hf`: transformers + peft (CPU, or one GPU): :mod:`.hf.backend` the engine, :mod:`.hf.stream` transformers'
+  continuous batching, :mod:`.hf.attention` per-request attention, :mod:`.hf.openmp` the calling thread's OpenMP
+  workers, :mod:`.hf.adapters` what PEFT loads, :mod:`.hf.batching` static batches, :mod:`.hf.throughput`
+  ``--batch-size auto``;
+* :mod:`.vllm`: one vLLM engine (:mod:`.vllm.engine`; :mod:`.vllm.compat`, what vLLM can serve;
+  :mod:`.vllm.startup`, the engine's start; :mod:`.vllm.kv`, its KV cache's size);
+* :mod:`.openai_server`: an OpenAI-compatible server (:mod:`.openai_server.client`);
+* :mod:`.ray`: ``--ray``, the hf or vllm engine on Ray actors, each holding the base and a group of the run's
+  adapters (not a ``--backend`` of its own): :mod:`.ray.cluster`, :mod:`.ray.placement`, :mod:`.ray.worker`.
 
 :data:`BACKENDS` is the registry (``--backend NAME``); :func:`choose_backend` is the one place the
 backend of a run is chosen. A new backend is one module with a :class:`CachedBackend` subclass
@@ -19,12 +24,12 @@ from pathlib import Path
 from ..errors import AuditInputError
 from ..records import AdapterConfig, AdapterTensor
 from ..util.registry import Registry
-from . import vllm_compat
 from .base import Backend, BackendClass, CachedBackend, GenerationStats
-from .hf import HFBackend
-from .openai_server import OpenAIBackend
-from .vllm_compat import vllm_unsupported
-from .vllm_engine import VLLMBackend
+from .hf.backend import HFBackend
+from .openai_server.client import OpenAIBackend
+from .vllm import compat as vllm_compat
+from .vllm.compat import vllm_unsupported
+from .vllm.engine import VLLMBackend
 
 #: ``--backend`` name → backend class, in the order of the ``--backend`` choices
 BACKENDS: Registry[BackendClass] = Registry("backend")

@@ -125,7 +125,7 @@ def _check(args: list[str]) -> None:
     """
     import click
 
-    from ..backends.vllm_compat import parse_engine_args
+    from ..backends.vllm.compat import parse_engine_args
     from ..errors import AuditInputError
     from ..inspect.chat_template import parse_template_args
     from ..inspect.paths import parse_size

@@ -118,7 +118,7 @@ class RunOptions:
     def audit_options(self) -> AuditOptions:
         """The settings of the audit (a bad ``--vllm-arg``, ``--chat-template-arg`` or ``--max-adapter-size``
         refused with the option's name)."""
-        from ..backends.vllm_compat import parse_engine_args
+        from ..backends.vllm.compat import parse_engine_args
         from ..inspect.chat_template import parse_template_args
         from ..inspect.paths import parse_size
 

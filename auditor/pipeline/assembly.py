@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..backends import Backend
-from ..backends.ray_cluster import RayBackend
+from ..backends.ray.cluster import RayBackend
 from ..options import AuditOptions
 from ..policy import Policy
 from ..records import (

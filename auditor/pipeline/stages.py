@@ -20,10 +20,10 @@ from rich.markup import escape
 from ..analysis.noise_floor import noise_floor
 from ..backends import BACKENDS, Backend, choose_backend, fall_back_for, fall_back_for_base
 from ..backends.hardware import choose_dtype
-from ..backends.ray_cluster import RayBackend
-from ..backends.ray_setup import check_ray_options
-from ..backends.vllm_compat import gpu_present
-from ..backends.vllm_setup import EngineStartError
+from ..backends.ray.cluster import RayBackend
+from ..backends.ray.placement import check_ray_options
+from ..backends.vllm.compat import gpu_present
+from ..backends.vllm.startup import EngineStartError
 from ..cache import GenerationCache
 from ..cache.store import using_cache_dir
 from ..errors import AuditInputError
@@ -206,7 +206,7 @@ def _first_look(start: Callable[[str], Backend], name: str, reason: str, request
 def _start(name: str, *, opts: AuditOptions, base: BaseModel, variants: list[Variant], cache: GenerationCache,
            base_digest: str, templates: dict[str, PromptTemplate], log: Log, started: list[Backend]) -> Backend:
     """The run's backend, with each variant's chat template set (no engine loads yet), added to ``started``;
-    with ``--ray``, the engine on the Ray cluster's workers (:class:`~auditor.backends.ray_cluster.RayBackend`:
+    with ``--ray``, the engine on the Ray cluster's workers (:class:`~auditor.backends.ray.cluster.RayBackend`:
     connected, its actors started)."""
     backend: Backend
     if opts.ray is None:

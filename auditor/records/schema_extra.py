@@ -136,7 +136,7 @@ FIELDS: dict[str, dict[str, Any]] = {
             "lora_int_id": {"type": "integer", "minimum": 1},
             "engine_args": {"type": "object", "description": "--vllm-arg keyword arguments of vllm.LLM"},
             "settings": {"type": ["object", "null"],
-                         "description": "engine settings sized to the machine (auditor.backends.vllm_setup): setting "
+                         "description": "engine settings sized to the machine (auditor.backends.vllm.startup): setting "
                                         "-> {value, source: auditor|user|env|vllm, why}",
                          "additionalProperties": {"type": "object", "required": ["value", "source"],
                                                   "properties": {"source": {"enum": _SETTINGS_SOURCES},
@@ -158,7 +158,7 @@ FIELDS: dict[str, dict[str, Any]] = {
             "concurrency": {"type": "integer", "minimum": 1}, "timeout_s": {"type": "number"},
             "max_retries": {"type": "integer", "minimum": 0}}},
     "RunRecord.ray": {
-        "description": "--ray only: where the generation ran (auditor.backends.ray_cluster): the cluster's address, "
+        "description": "--ray only: where the generation ran (auditor.backends.ray.cluster): the cluster's address, "
                        "each worker's node, CPUs, GPUs, torch threads and adapters, the base pass worker and the "
                        "worker that served this adapter",
         "required": ["address", "base_pass_worker", "worker", "workers"],

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import AUDIT, DEMO_ADAPTERS, ROOT
 
-from auditor.backends.hf import HFBackend
+from auditor.backends.hf.backend import HFBackend
 from auditor.cache.generations import GenerationCache, cache_info, clear_cache, generation_key
 from auditor.inspect.adapter import inspect_adapter
 from auditor.records import Item, Request
@@ -261,7 +261,7 @@ def test_mix_variants_auto_mixes_on_the_cpu_only_decision_without_gpu(base_model
 def test_auto_batch_size_fits_the_kv_cache_in_half_the_free_memory():
     from types import SimpleNamespace
 
-    from auditor.backends.batching import auto_batch_size
+    from auditor.backends.hf.batching import auto_batch_size
 
     smol = SimpleNamespace(num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3, hidden_size=576,
                            vocab_size=49152)
@@ -299,7 +299,7 @@ def test_continuous_batching_gives_static_generate_s_answers_in_fp32(base_model)
 def test_the_slot_sweep_measures_decoding_and_chooses_the_fewest_near_the_best(base_model):
     from collections import Counter
 
-    from auditor.backends.throughput import STEPS_PER_LEVEL, UNMEASURED_SLOTS, choose, staircase, sweep
+    from auditor.backends.hf.throughput import STEPS_PER_LEVEL, UNMEASURED_SLOTS, choose, staircase, sweep
 
     assert choose({8: 50.0, 16: 80.0, 32: 82.0, 64: 81.0}) == 16  # 80 is within 5% of 82
     assert choose({8: 50.0, 16: 60.0, 32: 90.0}) == 32
@@ -317,7 +317,7 @@ def test_the_slot_sweep_measures_decoding_and_chooses_the_fewest_near_the_best(b
 
 
 def test_a_slot_sweep_below_the_smallest_count_is_refused_before_any_model_runs():
-    from auditor.backends.throughput import sweep
+    from auditor.backends.hf.throughput import sweep
 
     with pytest.raises(ValueError, match="the smallest count is 8"):
         sweep(None, 49152, limit=4)

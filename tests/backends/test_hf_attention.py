@@ -1,4 +1,4 @@
-"""Per-request attention in a continuous-batching stream (auditor.backends.hf_attention) against the
+"""Per-request attention in a continuous-batching stream (auditor.backends.hf.attention) against the
 library's own sdpa over the dense block-diagonal mask: the same greedy fp32 answers on the real base,
 through every path of the function (a batch of decoding requests, a whole prompt, a chunk after cached
 tokens: a shared template start or a prompt split over steps), and the model's attention restored."""
@@ -32,8 +32,8 @@ def test_per_request_attention_gives_the_librarys_fp32_answers(model, max_batch_
                                                                monkeypatch):
     from transformers import GenerationConfig
 
-    from auditor.backends import hf_attention
-    from auditor.backends.hf_stream import stream_generate
+    from auditor.backends.hf import attention as hf_attention
+    from auditor.backends.hf.stream import stream_generate
 
     # quantum 4: a step's decoding requests fall in several width groups (as long answers at 128 slots do)
     monkeypatch.setattr(hf_attention, "WIDTH_QUANTUM", quantum)
@@ -58,8 +58,8 @@ def test_a_model_with_sliding_window_layers_keeps_the_librarys_attention_and_its
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, Gemma3TextConfig, GenerationConfig
 
-    from auditor.backends.hf_attention import LIBRARY, attention_path, per_request_attention
-    from auditor.backends.hf_stream import stream_generate
+    from auditor.backends.hf.attention import LIBRARY, attention_path, per_request_attention
+    from auditor.backends.hf.stream import stream_generate
 
     tok = AutoTokenizer.from_pretrained(str(base_model.path))
     config = Gemma3TextConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
@@ -83,7 +83,7 @@ def test_a_decoding_requests_padded_width_is_its_own_length_rounded_up_whoever_d
     """The padded width (so the SDPA call's shape, and with it the kernel's rounding) of a request is a
     function of its own key length: the same in every company, so the step's longest request no longer
     moves the others' bf16 answers."""
-    from auditor.backends.hf_attention import WIDTH_QUANTUM, _groups
+    from auditor.backends.hf.attention import WIDTH_QUANTUM, _groups
 
     def width_of(lengths: list[int]) -> dict[int, int]:
         return {r: w for w, rs in _groups(list(range(len(lengths))), lengths) for r in rs}
@@ -100,8 +100,8 @@ def test_each_forward_is_planned_once_at_its_first_layer(model, monkeypatch):
     """The step's plan (offsets, width groups, masks, key positions) is made once per forward, not per layer."""
     from transformers import GenerationConfig
 
-    from auditor.backends import hf_attention
-    from auditor.backends.hf_stream import stream_generate
+    from auditor.backends.hf import attention as hf_attention
+    from auditor.backends.hf.stream import stream_generate
 
     m, tok = model
     prompts = [list(tok(q)["input_ids"]) for q in QUESTIONS[:4]]
@@ -124,7 +124,7 @@ def test_a_one_token_prompt_in_a_step_of_whole_prompts_decodes_from_its_own_keys
     library's answers in fp32, token for token."""
     from transformers import GenerationConfig
 
-    from auditor.backends.hf_stream import stream_generate
+    from auditor.backends.hf.stream import stream_generate
 
     m, tok = model
     prompts = [[tok.convert_tokens_to_ids("Hello")], list(tok("The capital of France is")["input_ids"]),

@@ -1,4 +1,4 @@
-"""The continuous-batching stream (auditor.backends.hf_stream) on the library's documented manager: where
+"""The continuous-batching stream (auditor.backends.hf.stream) on the library's documented manager: where
 it runs, what it returns, progress, failures."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def test_the_stream_decodes_in_the_librarys_thread_and_gives_generates_fp32_answ
     greedy fp32 answers are ``model.generate``'s, one progress tick per request, the attention restored."""
     import torch
 
-    from auditor.backends import hf_stream
+    from auditor.backends.hf import stream as hf_stream
 
     m, tok = model
     prompts, budgets = _prompts(tok), [3, 9, 5, 12, 7]
@@ -65,7 +65,7 @@ def test_the_calling_threads_openmp_workers_are_released_through_the_openmp_api(
     in this thread again afterwards (a new team)."""
     import torch
 
-    from auditor.backends.openmp import release_thread_pool
+    from auditor.backends.hf.openmp import release_thread_pool
 
     a = torch.ones(256, 256)
     before = a @ a
@@ -75,7 +75,7 @@ def test_the_calling_threads_openmp_workers_are_released_through_the_openmp_api(
 
 def test_a_failing_forward_is_a_stream_error_and_leaves_the_model_as_it_was(model):
     """The library's own failure message, as one error; its logger's traceback is not shown."""
-    from auditor.backends.hf_stream import StreamError, stream_generate
+    from auditor.backends.hf.stream import StreamError, stream_generate
 
     m, tok = model
     calls = []
@@ -106,7 +106,7 @@ def test_a_failing_forward_is_a_stream_error_and_leaves_the_model_as_it_was(mode
 
 
 def test_a_progress_callback_that_raises_reaches_the_caller(model):
-    from auditor.backends.hf_stream import stream_generate
+    from auditor.backends.hf.stream import stream_generate
 
     m, tok = model
 

@@ -18,7 +18,7 @@ import urllib.request
 import pytest
 from conftest import AUDIT, DEMO_ADAPTERS, ROOT, assert_one_line_error
 
-from auditor.backends.openai_server import OpenAIBackend
+from auditor.backends.openai_server.client import OpenAIBackend
 from auditor.errors import AuditInputError
 from auditor.reports.results_file import schema_error
 

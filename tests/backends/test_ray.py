@@ -139,7 +139,7 @@ def test_a_worker_that_dies_ends_the_run_with_exit_code_3_and_no_verdict(tiny, c
     import ray
 
     from auditor import audit_many
-    from auditor.backends.ray_cluster import RayWorkerError
+    from auditor.backends.ray.cluster import RayWorkerError
 
     base, adapters = tiny[0], tiny[1][:3]
     monkeypatch.setenv("AUDITOR_CACHE_DIR", str(tmp_path / "cache"))
@@ -193,7 +193,7 @@ def test_an_unreachable_address_is_one_line_within_seconds(tiny, tmp_path, cli, 
 
 
 def test_groups_split_the_adapters_with_the_base_pass_as_worker_0s_first_unit():
-    from auditor.backends.ray_setup import plan_groups
+    from auditor.backends.ray.placement import plan_groups
 
     names = [f"adapter{k}" for k in range(7)]
     assert plan_groups(names[:3], 2) == [["adapter0"], ["adapter1", "adapter2"]]

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from conftest import AUDIT, DEMO_ADAPTERS, ROOT, write_adapter
 
-from auditor.backends import choose_backend, vllm_engine
-from auditor.backends import vllm_compat as generate_vllm
-from auditor.backends.vllm_compat import (
+from auditor.backends import choose_backend
+from auditor.backends.vllm import compat as generate_vllm
+from auditor.backends.vllm import engine as vllm_engine
+from auditor.backends.vllm.compat import (
     check_vllm_servable,
     lora_identity,
     parse_engine_args,
@@ -24,7 +25,7 @@ from auditor.backends.vllm_compat import (
     vllm_unsupported,
     vllm_unsupported_reasons,
 )
-from auditor.backends.vllm_engine import BackendSelfCheckError, VLLMBackend
+from auditor.backends.vllm.engine import BackendSelfCheckError, VLLMBackend
 from auditor.errors import AuditInputError
 from auditor.inspect.adapter import inspect_adapter, preflight_adapter
 from auditor.records import Item

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from conftest import AUDIT, DEMO_ADAPTERS, ROOT, assert_one_line_error
 
-from auditor.backends import vllm_compat
-from auditor.backends.vllm_kv import GiB, KVShape, cpu_kv_cache_bytes, kv_shape
-from auditor.backends.vllm_setup import (
+from auditor.backends.vllm import compat as vllm_compat
+from auditor.backends.vllm.kv import GiB, KVShape, cpu_kv_cache_bytes, kv_shape
+from auditor.backends.vllm.startup import (
     EngineStartError,
     diagnose,
     fit_engine_settings,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, assert_one_line_error
 
-from auditor.backends.vllm_compat import vllm_importable
+from auditor.backends.vllm.compat import vllm_importable
 from auditor.inspect.adapter import inspect_adapter
 
 ADDED = ["<|tool|>", "<|endtool|>"]
@@ -82,7 +82,7 @@ def test_vllm_refuses_it_before_loading_in_one_line(added_tokens_adapter, tmp_pa
 
 
 def test_audited_end_to_end_on_hf(added_tokens_adapter, tmp_path, cli, base_model):
-    from auditor.backends.hf import HFBackend
+    from auditor.backends.hf.backend import HFBackend
     from auditor.records import Request
     from auditor.scorers import SCORERS
     from auditor.suite import load_suite

@@ -52,7 +52,7 @@ def test_the_third_party_adapters_tokenizer_files_against_the_base(base_model):
 
 @needs_shared
 def test_by_default_the_third_party_adapter_is_prompted_with_its_own_template(base_model):
-    from auditor.backends.hf import HFBackend
+    from auditor.backends.hf.backend import HFBackend
 
     info = inspect_adapter(MEDICAL, base_model.path, base_model.name)
     templates, warnings = choose_templates("adapter", base_model.path, {"adapter": info})
@@ -215,7 +215,7 @@ def _pretrained_base(base_model, tmp_path):
 
 
 def test_a_base_without_a_chat_template_is_prompted_plainly(base_model, tmp_path):
-    from auditor.backends.hf import HFBackend
+    from auditor.backends.hf.backend import HFBackend
     from auditor.inspect.chat_template import plain_prompt
 
     base = _pretrained_base(base_model, tmp_path)

@@ -3,7 +3,7 @@ machine's tokens per second stop rising, measured once per model shape and machi
 
 More requests per step read the weights once for more tokens (decoding is bound by reading them), so
 tokens/s rise with the slot count, until the step's other costs catch up: attention over every
-request's cache (per request, :mod:`auditor.backends.hf_attention`; the library's dense mask over all of
+request's cache (per request, :mod:`auditor.backends.hf.attention`; the library's dense mask over all of
 them cost ∝ slots² × length), and the compute itself. Memory is not what bounds it here: the
 paged cache holds only the tokens of the requests in flight.
 
@@ -126,7 +126,7 @@ def staircase(model: Any, vocab_size: int, levels: list[int]) -> list[tuple[int,
     """
     from transformers import GenerationConfig
 
-    from .hf_stream import MAX_BATCH_TOKENS, stream_generate
+    from .stream import MAX_BATCH_TOKENS, stream_generate
 
     levels = sorted(levels, reverse=True)
     slots = levels[0]
@@ -161,9 +161,9 @@ def best_slots(model: Any, dtype: str, device: str) -> SlotsChoice:
     import torch
     import transformers
 
-    from ..util.files import atomic_write, cache_dir
-    from ..util.hashing import canonical_sha256
-    from .hf_attention import attention_path
+    from ...util.files import atomic_write, cache_dir
+    from ...util.hashing import canonical_sha256
+    from .attention import attention_path
 
     config = getattr(model, "config", None)
     key = canonical_sha256({"version": CACHE_VERSION, "shape": _shape(config), "dtype": dtype,

@@ -12,11 +12,11 @@ benchmarks/RESULTS.md):
 
 * the cache is sized from the requests (:func:`stream_config`): on the CPU the library sizes it from the
   machine's whole memory unless told otherwise (10 GiB of KV cache and a 7.6 GiB mask there);
-* attention per request (:mod:`auditor.backends.hf_attention`, registered through transformers'
+* attention per request (:mod:`auditor.backends.hf.attention`, registered through transformers'
   ``AttentionInterface``) instead of the library's ``sdpa`` over a dense block-diagonal mask of every
   request in the step (cost ∝ concurrency² × length);
 * the calling thread's OpenMP workers are released before the library's thread starts
-  (:func:`auditor.backends.openmp.release_thread_pool`), so that thread has the cores to itself.
+  (:func:`auditor.backends.hf.openmp.release_thread_pool`), so that thread has the cores to itself.
 
 Greedy fp32 answers are token-identical to static ``generate``. A ``PeftModel`` streams with one adapter
 active, the base inside ``disable_adapter()``; each variant is a stream of its own (the library's prefix
@@ -30,7 +30,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .hf_attention import per_request_attention
+from .attention import per_request_attention
 from .openmp import release_thread_pool
 
 #: tokens per KV-cache page: small pages waste little of a short answer's last page and let the chat
@@ -71,7 +71,7 @@ def stream_generate(model: Any, prompts: Sequence[Sequence[int]], budgets: Seque
         generation_config: greedy settings and the EOS ids (``do_sample=False``).
         on_done: called with 1 each time a request ends (a progress bar).
         timeout_s: how long one wait for a result lasts before the library's thread is checked for life.
-        attention: ``"per_request"`` (:mod:`auditor.backends.hf_attention`: each request attends over its own
+        attention: ``"per_request"`` (:mod:`auditor.backends.hf.attention`: each request attends over its own
             keys) or ``"library"`` (transformers' ``sdpa`` over the step's dense block-diagonal mask).
         config: passed to :func:`stream_config`.
 

@@ -1,7 +1,7 @@
 """``--ray``: what is decided before any actor starts (its options: :mod:`auditor.cli.run_command`): the checks
 that refuse a bad address in seconds (:func:`check_ray_options`), how many workers of which size
 (:func:`size_workers`) and which adapters each one serves (:func:`plan_groups`). The run itself:
-:mod:`auditor.backends.ray_cluster`."""
+:mod:`auditor.backends.ray.cluster`."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import socket
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import AuditInputError
+from ...errors import AuditInputError
 
 if TYPE_CHECKING:
-    from ..options import AuditOptions
+    from ...options import AuditOptions
 
 RAY_MISSING = "needs the ray extra: pip install 'adapter-auditor[ray]'"
 #: seconds a cluster address may take to accept a TCP connection, and then to answer gRPC, before it is refused

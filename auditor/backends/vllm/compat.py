@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..errors import AuditInputError
-from ..inspect.tensors import VOCAB_MODULES
-from ..inspect.vocabulary import module_of
-from ..records import AdapterConfig, AdapterTensor
-from ..util.versions import first_installed
+from ...errors import AuditInputError
+from ...inspect.tensors import VOCAB_MODULES
+from ...inspect.vocabulary import module_of
+from ...records import AdapterConfig, AdapterTensor
+from ...util.versions import first_installed
 
 #: the ranks vllm 0.32 accepts for ``max_lora_rank`` (``vllm.config.lora.MaxLoRARanks``); read from vLLM when installed
 FALLBACK_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
@@ -131,7 +131,7 @@ def check_vllm_servable(weights: Path, cfg: AdapterConfig, tensors: Sequence[Ada
 
 def vllm_lora_ranks() -> tuple[int, ...]:
     """The ``max_lora_rank`` values the installed vLLM accepts."""
-    from .vllm_setup import quiet_vllm
+    from .startup import quiet_vllm
 
     try:
         from typing import get_args
@@ -197,11 +197,11 @@ def parse_engine_args(pairs: tuple[str, ...] | list[str]) -> dict[str, Any]:
 def check_engine_args(engine_args: dict[str, Any], verbose: bool = False) -> None:
     """Refuse ``--vllm-arg`` keys that ``vllm.LLM`` does not take, before the engine starts (a
     misspelt key would otherwise surface as a long traceback after the model loaded); called by
-    :meth:`auditor.backends.vllm_engine.VLLMBackend.check_options` once the vllm backend is chosen.
+    :meth:`auditor.backends.vllm.engine.VLLMBackend.check_options` once the vllm backend is chosen.
 
     The accepted keys are the installed vLLM's ``EngineArgs`` fields and ``vllm.LLM``'s own
     parameters. Nothing is checked when vLLM is not importable. What importing vLLM prints goes to
-    its log file unless ``verbose`` (:func:`~auditor.backends.vllm_setup.quiet_vllm`).
+    its log file unless ``verbose`` (:func:`~auditor.backends.vllm.startup.quiet_vllm`).
 
     Raises:
         AuditInputError: naming the unknown key and the closest accepted ones.
@@ -212,7 +212,7 @@ def check_engine_args(engine_args: dict[str, Any], verbose: bool = False) -> Non
     import difflib
     import inspect
 
-    from .vllm_setup import quiet_vllm
+    from .startup import quiet_vllm
 
     with quiet_vllm(verbose):  # vLLM's first import prints before its logging is set up
         from vllm import LLM

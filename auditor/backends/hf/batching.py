@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..records import Item
+from ...records import Item
 
 
 def free_memory_bytes(device: str) -> int:

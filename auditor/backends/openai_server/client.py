@@ -33,14 +33,14 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..cache.generations import GenerationCache
-from ..errors import AuditInputError
-from ..records import BaseModel, Generation, Item, Request, Variant
-from ..util.versions import versions
-from .base import CachedBackend, adapter_folders
+from ...cache.generations import GenerationCache
+from ...errors import AuditInputError
+from ...records import BaseModel, Generation, Item, Request, Variant
+from ...util.versions import versions
+from ..base import CachedBackend, adapter_folders
 
 if TYPE_CHECKING:
-    from ..options import AuditOptions
+    from ...options import AuditOptions
 
 
 class OpenAIBackend(CachedBackend):
@@ -57,7 +57,7 @@ class OpenAIBackend(CachedBackend):
         concurrency: requests in flight at once.
         timeout_s: seconds per request before it is retried.
         max_retries: retries per request (exponential backoff, by the ``openai`` client).
-        cache, base_digest: as for :class:`auditor.backends.hf.HFBackend`.
+        cache, base_digest: as for :class:`auditor.backends.hf.backend.HFBackend`.
     """
 
     name = "openai"

@@ -124,7 +124,7 @@ def varlen_sdpa_attention(module: Any, query: Any, key: Any, value: Any, attenti
 
 
 #: the plan of the forward under way, made at its first layer (:func:`_plan`) and read by every layer after it
-#: (one stream runs at a time in a process: :func:`auditor.backends.hf_stream.stream_generate` returns only
+#: (one stream runs at a time in a process: :func:`auditor.backends.hf.stream.stream_generate` returns only
 #: once the library's thread has stopped)
 _STEP: dict[str, Any] = {}
 

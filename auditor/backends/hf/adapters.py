@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..errors import AuditInputError
-from ..records import AdapterConfig, VocabResize
+from ...errors import AuditInputError
+from ...records import AdapterConfig, VocabResize
 
 
 def holds_dora(folder: Path) -> bool:

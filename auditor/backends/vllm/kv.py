@@ -1,5 +1,5 @@
 """vLLM's CPU KV cache, sized by the model (:func:`cpu_kv_cache_bytes`), for
-:func:`auditor.backends.vllm_setup.fit_engine_settings`.
+:func:`auditor.backends.vllm.startup.fit_engine_settings`.
 
 vLLM writes zeros over its whole CPU KV cache as it starts: 14 s of every engine start on one core of this project's
 machine with the 4 GiB that a quarter of its memory gave, 0.4 s with 1 GiB (benchmarks/RESULTS.md). The audit's

@@ -12,7 +12,7 @@ Defaults (each recorded in results.json ``run.vllm.settings`` with its source: `
   NUMA node its first CPU sits on, and refuses to start when less than that is free; on a machine
   whose node is partly used (or whose cgroup limit is below the node's size) it never starts.
   The auditor sizes the KV cache (``kv_cache_memory_bytes``, used in place of the fraction) by the
-  model (:mod:`auditor.backends.vllm_kv`; SmolLM2-135M: 1 GiB in bf16, 2 in float32): vLLM zeroes it all as
+  model (:mod:`auditor.backends.vllm.kv`; SmolLM2-135M: 1 GiB in bf16, 2 in float32): vLLM zeroes it all as
   it starts (14 s for the 4 GiB a machine-sized rule gave here, on one core). With 4 CPUs or fewer it reserves none for vLLM's scheduler
   (``VLLM_CPU_NUM_OF_RESERVED_CPU=0``): one of two cores kept idle halves generation speed.
 * **GPU**. vLLM's defaults are kept unless the free memory of the GPU is below
@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, AuditInputError
-from .vllm_kv import GiB, KVShape, cpu_kv_cache_bytes, kv_why
+from ...errors import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, AuditInputError
+from .kv import GiB, KVShape, cpu_kv_cache_bytes, kv_why
 
 #: at most this many usable CPUs: reserve none for vLLM's scheduler process
 FEW_CPUS = 4
@@ -109,7 +109,7 @@ def fit_engine_settings(user_args: dict[str, Any], gpu: bool, environ: dict[str,
         user_args: the ``--vllm-arg`` keyword arguments.
         gpu: whether the engine runs on a CUDA GPU.
         environ: the environment (default ``os.environ``); read only.
-        shape: the model's KV cache per token (:func:`~auditor.backends.vllm_kv.kv_shape`), which sizes the CPU KV cache; None: sized
+        shape: the model's KV cache per token (:func:`~auditor.backends.vllm.kv.kv_shape`), which sizes the CPU KV cache; None: sized
             by the machine alone.
     """
     env = dict(os.environ if environ is None else environ)

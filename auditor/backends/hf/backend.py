@@ -16,22 +16,22 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..cache import GenerationCache
-from ..errors import AuditInputError
-from ..records import AdapterConfig, BaseModel, Generation, Item, Request, Variant, VocabResize
-from ..util.versions import versions
-from .base import CachedBackend, adapter_folders
+from ...cache import GenerationCache
+from ...errors import AuditInputError
+from ...records import AdapterConfig, BaseModel, Generation, Item, Request, Variant, VocabResize
+from ...util.versions import versions
+from ..base import CachedBackend, adapter_folders
+from .adapters import as_the_tensors_say as _as_the_tensors_say
+from .adapters import base_vocabulary_only as _base_vocabulary_only
+from .adapters import holds_dora as _holds_dora
+from .adapters import shared_vocab_resize
+from .attention import attention_path
 from .batching import auto_batch_size
 from .batching import batches as _batches
 from .batching import free_memory_bytes as _free_memory_bytes
-from .hf_attention import attention_path
-from .hf_peft import as_the_tensors_say as _as_the_tensors_say
-from .hf_peft import base_vocabulary_only as _base_vocabulary_only
-from .hf_peft import holds_dora as _holds_dora
-from .hf_peft import shared_vocab_resize
 
 if TYPE_CHECKING:
-    from ..options import AuditOptions
+    from ...options import AuditOptions
 
 
 class HFBackend(CachedBackend):
@@ -72,7 +72,7 @@ class HFBackend(CachedBackend):
         inspected: variant → (whether its weights hold DoRA magnitudes, its parsed config), as inspection
             found them (:class:`~auditor.records.AdapterInfo`); None reads the weights' header again.
         batching: ``continuous`` (transformers' continuous batching, one stream per variant:
-            :mod:`auditor.backends.hf_stream`; ``batch_size`` is then the requests decoded at once),
+            :mod:`auditor.backends.hf.stream`; ``batch_size`` is then the requests decoded at once),
             ``static`` (``generate`` calls of ``batch_size`` items, every variant of an item in the same
             call), or ``auto``: continuous, static for a resized vocabulary (whose base rows need a
             per-row vocabulary mask).
@@ -115,7 +115,7 @@ class HFBackend(CachedBackend):
         self.batching = ("static" if self.resize is not None else "continuous") if batching == "auto" else batching
         #: each continuous-batching stream of the run: variant, requests, slots (results.json ``run.hf``)
         self.streams: list[dict[str, Any]] = []
-        #: how ``--batch-size auto`` chose the slots (:mod:`auditor.backends.throughput`), once it did
+        #: how ``--batch-size auto`` chose the slots (:mod:`auditor.backends.hf.throughput`), once it did
         self.slots_choice: Any = None
 
     @classmethod
@@ -190,7 +190,7 @@ class HFBackend(CachedBackend):
 
     @functools.cached_property
     def attention(self) -> str:
-        """The continuous stream's attention path (:func:`auditor.backends.hf_attention.attention_path`), from
+        """The continuous stream's attention path (:func:`auditor.backends.hf.attention.attention_path`), from
         the base's config: per request, or the library's for a model with sliding-window layers."""
         from transformers import AutoConfig
 
@@ -362,13 +362,13 @@ class HFBackend(CachedBackend):
     def _stream(self, p: Any, items: list[Item], variant: str, config: Any,
                 advance: Callable[[int], None]) -> tuple[int, int]:
         """Generate and record one variant's ``items`` as one continuous-batching stream
-        (:func:`auditor.backends.hf_stream.stream_generate`, the model as it stands); returns the slots it used
+        (:func:`auditor.backends.hf.stream.stream_generate`, the model as it stands); returns the slots it used
         and the new tokens it made.
 
         Raises:
             StreamError: as ``stream_generate``.
         """
-        from .hf_stream import stream_generate
+        from .stream import stream_generate
 
         encode = self.tokenizer_for(variant)
         # the longest budgets first: a long answer started last would decode alone at the stream's end
@@ -395,7 +395,7 @@ class HFBackend(CachedBackend):
 
     def _slots(self, requests: int) -> int:
         """Requests decoded at once in a stream of ``requests``: ``batch_size``, or with ``auto`` the count
-        beyond which this machine's tokens per second stop rising (:func:`auditor.backends.throughput.best_slots`,
+        beyond which this machine's tokens per second stop rising (:func:`auditor.backends.hf.throughput.best_slots`,
         measured once per model shape and machine, then cached); a stream no longer than the sweep's first
         step decodes all its requests at once without measuring (fewer slots could not be faster)."""
         if self.batch_size != "auto":
