@@ -160,8 +160,8 @@ def md_comparison_table(comparisons: Sequence[MetricComparison], left: str = "ba
 
 
 def render_checklist(result: AuditResult) -> str:
-    """A Markdown release checklist to paste into a release issue: one box per
-    policy rule (ticked only when it passed; a warning or a rule not run is
+    """A Markdown release checklist to paste into a release issue: the ``--limit`` warning when the run had
+    one, then one box per policy rule (ticked only when it passed; a warning or a rule not run is
     left for a person to sign off), each with its outcome and evidence (the
     rule's reason: values, interval, limit, mode), then the hashes that
     identify what was audited (the chat template and tokenizer of each variant's prompts included)
@@ -174,6 +174,8 @@ def render_checklist(result: AuditResult) -> str:
              f"- policy {md(result.policy.path)} (sha256 `{md(result.policy.sha256 or '—')}`), "
              f"suite {md(result.suite.name)} ({len(result.items)} items, sha256 "
              f"`{md(result.suite.items_sha256 or '—')}`)"]
+    if result.run.limit:  # below the title's verdict, before the boxes it may leave unticked
+        lines[2:2] = [f"> **--limit {result.run.limit}:** {limit_note(result.run.limit)}", ""]
     if result.baseline:
         pa = result.baseline.adapter
         lines.append(f"- previous release (`--baseline`) {md(pa.path)}, weights sha256 `{md(pa.sha256)}`")
