@@ -182,6 +182,7 @@ def test_write_and_rerender_from_results_json(tmp_path):
                           capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 1, proc.stderr  # the stored verdict is FAIL
     assert (tmp_path / "b" / "report.html").read_text() == paths["report.html"].read_text()
+    assert f"report: {tmp_path / 'b' / 'report.html'} (and the other reports in {tmp_path / 'b'})" in proc.stderr
 
 
 def test_load_results_rejects_other_json(tmp_path):
