@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -171,6 +172,37 @@ def test_cache_info_and_clear_commands(tmp_path):
     assert cache_info(cache)["generations"]["entries"] == 0 and (cache / "models" / "M").is_dir()
     assert _cli("cache", "clear", "--all", cache=cache).returncode == 0
     assert not (cache / "models").exists()
+
+
+def test_cache_info_lists_every_folder_with_its_size_as_du_counts_it(tmp_path):
+    cache = tmp_path / "cache"
+    gc = GenerationCache(cache / "generations")
+    for k in range(40):  # many small files: on disk, a block each
+        gc.put(f"{k:02x}" + "0" * 62, "hello", 2, {"base": "b" * 64, "adapter": None})
+    for folder, name, size in (("gguf", "base.gguf", 50_000), ("nltk_data", "punkt.zip", 3_000),
+                               ("weight_space", "f" * 64 + ".json", 700), ("throughput", "cpu.json", 90)):
+        (cache / folder).mkdir(parents=True)
+        (cache / folder / name).write_bytes(b"x" * size)
+    (tmp_path / "shared-models").mkdir()
+    (tmp_path / "shared-models" / "weights").write_bytes(b"x" * 100_000)
+    (cache / "models").symlink_to(tmp_path / "shared-models", target_is_directory=True)
+    info = cache_info(cache)
+    folders = {f["name"]: f for f in info["folders"]}
+    assert set(folders) == {"generations", "gguf", "nltk_data", "weight_space", "throughput", "models"}
+    if shutil.which("du"):
+        for name, f in folders.items():  # du -s: allocated blocks, links not followed
+            du = subprocess.run(["du", "-s", "--block-size=1", str(cache / name)], capture_output=True, text=True)
+            assert f["bytes"] == int(du.stdout.split()[0]), (name, f, du.stdout)
+        du = subprocess.run(["du", "-s", "--block-size=1", str(cache)], capture_output=True, text=True)
+        assert info["total_bytes"] == int(du.stdout.split()[0])
+    g = folders["generations"]
+    assert g["files"] == 40 and g["file_bytes"] == info["generations"]["bytes"] and g["bytes"] > g["file_bytes"]
+    assert folders["gguf"]["file_bytes"] == 50_000 and folders["models"]["link_to"] == str(tmp_path / "shared-models")
+    out = _cli("cache", "info", cache=cache).stdout
+    assert "on disk, as du counts it" in out
+    for name in ("gguf", "nltk_data", "weight_space", "throughput"):
+        assert f"  {name}: " in out, out
+    assert re.search(r"  models: [0-9.]+ K?i?B on disk, 0 files .*not followed", out), out  # the link, not its target
 
 
 def test_clear_all_unlinks_a_symlinked_folder_without_following_it(tmp_path):
