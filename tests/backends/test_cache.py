@@ -225,6 +225,11 @@ def test_second_audit_comes_from_the_cache_and_gives_the_same_results(tmp_path, 
         proc = cli(TERSE, "--capability", "math", "--limit", "2", "--out", out)
         assert proc.returncode in (0, 1), proc.stderr
         runs.append(json.loads((out / "results.json").read_text()))
+        # the pre-screen (computed, then read from the cache) is announced before any model output and timed
+        log = proc.stderr
+        assert "weight-space pre-screen: 1 adapter, 60 adapted modules" in log, log
+        assert log.index("weight-space pre-screen: ") < log.index("backend: "), log
+        assert runs[-1]["run"]["timings"]["weight_space_s"] >= 0
     cold, warm = (r["run"] for r in runs)
     assert warm["cache"]["hits"] == {"adapter": 2, "base": 2} and warm["cache"]["misses"] == {}
     assert warm["model_loaded"] is False and warm["generated"] == {}
@@ -246,6 +251,8 @@ def test_several_adapters_share_one_base_pass(tmp_path, cli):
     # the base variant was generated once and both reports compare against the same answers
     assert terse["run"]["generated"] == {"base": 2, "adapter": 2} == math["run"]["generated"]
     assert terse["run"]["adapters_in_run"] == 2
+    assert "weight-space pre-screen: 2 adapters" in proc.stderr
+    assert terse["run"]["timings"]["weight_space_s"] >= 0 and math["run"]["timings"]["weight_space_s"] >= 0
     assert [i["base"]["text"] for i in terse["items"]] == [i["base"]["text"] for i in math["items"]]
     assert terse["adapter"]["sha256"] != math["adapter"]["sha256"]
     assert [i["adapter"]["text"] for i in terse["items"]] != [i["adapter"]["text"] for i in math["items"]]
