@@ -49,7 +49,7 @@ def render_summary_md(result: AuditResult, report_name: str = "report.html") -> 
              f"Adapter **{md(Path(result.adapter.path).name)}** on base **{md(result.base.name)}**, "
              f"suite {md(result.suite.name)}.", ""]
     if result.run.limit:
-        lines += [f"> **--limit {result.run.limit}:** {limit_note(result.run.limit)}", ""]
+        lines += [f"> **--limit {result.run.limit}:** {limit_note(result.run.limit, result.run.budget)}", ""]
     prompts = result.run.prompts or {}
     if len({p.get("template_sha256") for p in prompts.values()}) > 1:  # the variants were prompted differently
         lines += ["Prompts rendered with: " + "; ".join(md(x) for x in prompt_lines(prompts)) + ".", ""]
@@ -175,7 +175,7 @@ def render_checklist(result: AuditResult) -> str:
              f"suite {md(result.suite.name)} ({len(result.items)} items, sha256 "
              f"`{md(result.suite.items_sha256 or '—')}`)"]
     if result.run.limit:  # below the title's verdict, before the boxes it may leave unticked
-        lines[2:2] = [f"> **--limit {result.run.limit}:** {limit_note(result.run.limit)}", ""]
+        lines[2:2] = [f"> **--limit {result.run.limit}:** {limit_note(result.run.limit, result.run.budget)}", ""]
     if result.baseline:
         pa = result.baseline.adapter
         lines.append(f"- previous release (`--baseline`) {md(pa.path)}, weights sha256 `{md(pa.sha256)}`")

@@ -62,7 +62,7 @@ def print_summary(console: Console, result: AuditResult) -> None:
         console.print(f"[yellow]not run[/] (capabilities not audited{names}): {len(left_out)} "
                       f"rule{'s' if len(left_out) != 1 else ''}")
     if result.run.limit:
-        console.print(f"[yellow]--limit {result.run.limit}:[/] {t(limit_note(result.run.limit))}")
+        console.print(f"[yellow]--limit {result.run.limit}:[/] {t(limit_note(result.run.limit, result.run.budget))}")
     colour = "green" if v.verdict == "pass" else "red"
     console.print(f"[bold {colour}]verdict: {t(v.verdict).upper()}[/]")
 

@@ -364,6 +364,11 @@ def test_the_terminal_repeats_the_limit_warning():
     assert "--limit" not in _terminal(_typed(r))
     r["run"]["limit"] = 2
     assert "--limit 2: at most 2 items per capability: a quick check with wide intervals" in _terminal(_typed(r))
+    r["run"]["budget"] = {"items": 0, "seconds": None, "looks": 1, "used_items": 0}
+    text = " ".join(_terminal(_typed(r)).split())
+    assert "not the full suite's verdict; no rounds for undecided rules (--limit buys none unless --budget" in text
+    r["run"]["budget"]["items"] = 8  # --limit 2 --budget 8: rounds were possible
+    assert "no rounds" not in _terminal(_typed(r))
 
 
 def test_the_terminal_baseline_heading_names_previous_and_candidate():
