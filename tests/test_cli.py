@@ -63,6 +63,12 @@ def test_usage_errors_are_one_line(tmp_path):
     assert_one_line_error(audit("report", tmp_path / "missing.json", "--out", tmp_path), "missing.json")
 
 
+def test_usage_errors_have_the_products_prefix_and_name_the_whole_command(cli, tmp_path):
+    assert_one_line_error(cli(DEMO_ADAPTERS / "terse-instruct-r8", "--limit", "0", "--out", tmp_path / "o"),
+                          "'--limit': 0 is not in the range x>=1", "(see `audit run --help`)")
+    assert_one_line_error(cli("cache", "info", "--bogus"), "No such option '--bogus'", "(see `audit cache info --help`)")
+
+
 def test_run_options_record_has_one_field_per_option_of_audit_run():
     """``audit run`` hands its options on as one RunOptions record: a field for each option, no other."""
     import dataclasses

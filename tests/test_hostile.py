@@ -70,6 +70,15 @@ def test_bin_weights_file_argument_is_refused(cli, tmp_path):
     assert_one_line_error(cli(f, "--out", tmp_path / "o"), "adapter_model.bin", "pickle checkpoints are refused")
 
 
+@pytest.mark.parametrize("allow_bin", [(), ("--allow-bin",)])
+def test_a_file_that_is_no_checkpoint_is_told_what_an_adapter_is(cli, tmp_path, allow_bin):
+    f = tmp_path / "README.md"
+    f.write_text("# my adapter\n")
+    line = assert_one_line_error(cli(f, "--out", tmp_path / "o", *allow_bin), "README.md", "is not an adapter",
+                                 "PEFT adapter folder", "adapter_model.safetensors")
+    assert "--allow-bin" not in line and "pickle" not in line
+
+
 # ---- 2. Git LFS pointer ----------------------------------------------------------------------------------------
 
 

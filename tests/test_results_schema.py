@@ -147,7 +147,7 @@ def _result() -> AuditResult:
         rounds=(Round(look=1, items={"math": 3}, undecided=("math.numeric_match: max drop",)),
                 Round(look=2, items={"math": 6}, new_items={"math": 3})),
         budget=Budget(items=3, seconds=600.0, looks=2, used_items=3),
-        timings={"load_s": 1.0, "generate_s": 2.0, "rounds_s": 0.5, "total_s": 3.5}, versions={"python": "3.11"},
+        timings={"load_s": 1.0, "generate_s": 2.0, "rounds_s": 0.5, "weight_space_s": 0.2, "total_s": 3.5}, versions={"python": "3.11"},
         auditor_version="0.1.0", created_at="2026-12-03T09:52:22+00:00")
     return AuditResult(
         schema_version=RESULTS_SCHEMA_VERSION,

@@ -41,6 +41,7 @@ import hashlib
 import json
 import re
 import shutil
+import stat
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -189,6 +190,49 @@ def _tree_size(path: Path) -> tuple[int, int]:
     return len(files), sum(p.stat().st_size for p in files)
 
 
+def disk_usage(path: Path) -> dict[str, int]:
+    """What ``du`` counts of ``path``: ``bytes``, the blocks allocated to it and everything under it (symbolic
+    links not followed, each hard-linked file once), ``file_bytes``, the files' own sizes, and ``files``, their
+    count. A folder of many small files (the answer cache) takes several times its files' sizes on disk."""
+    seen: set[tuple[int, int]] = set()
+    out = {"bytes": 0, "file_bytes": 0, "files": 0}
+    stack = [path]
+    while stack:
+        p = stack.pop()
+        try:
+            st = p.lstat()
+        except OSError:  # removed meanwhile, or unreadable
+            continue
+        if (st.st_dev, st.st_ino) in seen:
+            continue
+        seen.add((st.st_dev, st.st_ino))
+        out["bytes"] += st.st_blocks * 512
+        if stat.S_ISREG(st.st_mode):
+            out["file_bytes"] += st.st_size
+            out["files"] += 1
+        elif stat.S_ISDIR(st.st_mode):
+            try:
+                stack.extend(p.iterdir())
+            except OSError:
+                pass
+    return out
+
+
+def _folders(root: Path) -> list[dict[str, Any]]:
+    """Every entry of the local cache folder (``generations``, ``models``, ``gguf``, ``nltk_data``,
+    ``weight_space``, ``throughput``, ... and any other) with its :func:`disk_usage`; a symbolic link (a folder
+    shared with another cache) is named with its target and counted as du counts it: not followed."""
+    rows = []
+    for entry in sorted(root.iterdir()) if root.is_dir() else []:
+        if entry.name.startswith("."):  # the cache's own lock files
+            continue
+        row: dict[str, Any] = {"name": entry.name, **disk_usage(entry)}
+        if entry.is_symlink():
+            row["link_to"] = str(entry.readlink())
+        rows.append(row)
+    return rows
+
+
 @contextmanager
 def _shared(answers: CacheStore, verb: str) -> Iterator[None]:
     """The answer cache's failures (an object store out of reach) as one line naming it."""
@@ -213,9 +257,12 @@ def cache_info(root: Path | None = None, answers: CacheStore | None = None) -> d
             :func:`~auditor.cache.store.answer_store`).
 
     Returns:
-        ``root``, ``answers`` (``{"protocol", "path"}``), ``total_bytes`` (the local folder plus a
-        answer cache outside it), ``generations`` (``entries``, ``bytes``, ``unreadable``, ``by_variant``,
-        ``by_base``, ``by_adapter``) and ``models`` (name and bytes of each converted base). Sizes in bytes.
+        ``root``, ``answers`` (``{"protocol", "path"}``), ``total_bytes`` (the local folder's disk usage, as
+        ``du`` counts it, plus the file sizes of an answer cache outside it), ``generations`` (``entries``,
+        ``bytes``: their file sizes, ``unreadable``, ``by_variant``, ``by_base``, ``by_adapter``), ``models``
+        (name and file bytes of each converted base) and ``folders``: every entry of the local folder with its
+        :func:`disk_usage` (``name``, ``bytes`` on disk, ``file_bytes``, ``files``; ``link_to`` for a symbolic
+        link). Sizes in bytes.
 
     Raises:
         AuditInputError: the answer cache cannot be listed or read.
@@ -249,10 +296,12 @@ def cache_info(root: Path | None = None, answers: CacheStore | None = None) -> d
     for m in sorted(models.iterdir()) if models.is_dir() else []:
         if m.is_dir():
             model_rows.append({"name": m.name, "bytes": _tree_size(m)[1]})
-    return {"root": str(root), "answers": answers.where(), "total_bytes": _tree_size(root)[1] + outside,
+    folders = _folders(root)
+    return {"root": str(root), "answers": answers.where(),
+            "total_bytes": (disk_usage(root)["bytes"] if root.is_dir() else 0) + outside,
             "generations": {"entries": len(listed), "bytes": sum(n for _, n in listed), "unreadable": unreadable,
                             "by_variant": variants, "by_base": by_base, "by_adapter": by_adapter},
-            "models": model_rows}
+            "models": model_rows, "folders": folders}
 
 
 def clear_cache(root: Path | None = None, everything: bool = False, answers: CacheStore | None = None

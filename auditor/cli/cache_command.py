@@ -44,15 +44,19 @@ def cache_info_cmd(as_json: bool, cache_dir: str | None) -> None:
         click.echo(json.dumps(info, indent=2))
         return
     g = info["generations"]
-    out = Console(highlight=False)
-    out.print(f"cache: {_t(info['root'])} ({_size(info['total_bytes'])})"
+    out = Console(highlight=False, soft_wrap=True)  # a line each, however narrow the terminal or log
+    out.print(f"cache: {_t(info['root'])} ({_size(info['total_bytes'])} on disk, as du counts it)"
               + ("" if answers.shown == info["root"] else f"; answer cache: {_t(answers.shown)}"))
-    out.print(f"generations: {g['entries']} entries, {_size(g['bytes'])} "
+    for f in info["folders"]:  # every folder of the cache, as `du -sh` lists them
+        link = f" (link to {_t(f['link_to'])}, not followed)" if "link_to" in f else ""
+        out.print(f"  {_t(f['name'])}: {_size(f['bytes'])} on disk, {f['files']} files "
+                  f"({_size(f['file_bytes'])} of file content){link}")
+    out.print(f"generations: {g['entries']} entries, {_size(g['bytes'])} of file content "
               f"(base variant {g['by_variant']['base']}, adapter variant {g['by_variant']['adapter']}; "
               f"{len(g['by_base'])} base model(s), {len(g['by_adapter'])} adapter(s))"
               + (f", {g['unreadable']} unreadable" if g["unreadable"] else ""))
     for m in info["models"]:
-        out.print(f"converted base model: {_t(m['name'])} ({_size(m['bytes'])})")
+        out.print(f"converted base model: {_t(m['name'])} ({_size(m['bytes'])} of file content)")
 
 
 @cache_group.command("clear")

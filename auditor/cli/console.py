@@ -9,8 +9,9 @@ import click
 from rich.console import Console
 
 console = Console(stderr=True, highlight=False)
-if not console.is_terminal:  # CI logs: rich would default to 80 columns and fold the table
-    console = Console(stderr=True, highlight=False, width=150)
+if not console.is_terminal:  # CI logs: rich would default to 80 columns, fold the table and break lines mid-interval;
+    # a log line is printed whole (soft_wrap: the log viewer wraps it), a table 150 columns wide
+    console = Console(stderr=True, highlight=False, width=150, soft_wrap=True)
 
 
 def echo_json(obj: object) -> None:

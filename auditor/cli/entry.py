@@ -58,7 +58,11 @@ def main() -> None:
         sys.exit(e.exit_code)
     except click.ClickException as e:
         ctx = getattr(e, "ctx", None)  # a subcommand's usage error points at that subcommand's options
-        where = f"audit {ctx.command.name}" if ctx is not None and ctx.parent is not None else "audit"
+        names: list[str] = []  # the commands from the group down: `audit cache info`, not `audit info`
+        while ctx is not None and ctx.parent is not None:
+            names.insert(0, ctx.command.name)
+            ctx = ctx.parent
+        where = " ".join(["audit", *names])
         console.print(f"[red]error:[/] {_t(e.format_message())} (see `{where} --help`)", soft_wrap=True)
         sys.exit(EXIT_INPUT_ERROR)
     except click.exceptions.Abort:

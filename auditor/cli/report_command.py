@@ -42,15 +42,18 @@ def report_cmd(results_json: Path, out: Path | None, quiet: bool, as_json: bool,
                           nested=False)
     if hub.wanted:  # every file checked before any is written
         check_hub_outputs(hub, targets, [c.metric for c in result.comparisons])
+    paths: dict[str, Path] = {}
     try:
         if out is not None:
-            write_reports(result, out, keep_results=False)
+            paths = write_reports(result, out, keep_results=False)
     except ReportRenderError as e:
         raise AuditInputError(results_json, e.fault) from None
     written = write_hub_outputs(result, targets[0], hub) if hub.wanted else None
     fmt = "json" if as_json else fmt
     if not quiet:
         print_summary(console, result)
+        if "report.html" in paths:
+            console.print(f"report: {_t(paths['report.html'])} (and the other reports in {_t(out)})")
         if written is not None:
             console.print(_t(written_line(written)))
     if fmt == "json":

@@ -149,7 +149,8 @@ class RunOptions:
                                             "(HF_HUB_OFFLINE=1: the local hub cache only). Default: the declared base "
                                             "when it is an embedded base or a local folder, else the embedded "
                                             "SmolLM2 (with a warning); results.json's base.reason says which and why.")
-@click.option("--policy", default=None, help="Policy YAML (default: policies/default.yaml).")
+@click.option("--policy", default=None, help="Policy YAML, or a bundled policy by name (default, release; as "
+                                              "`extends:` names them). Default: the bundled default.")
 @click.option("--suite", default="smoke", show_default=True, help="Suite preset name or manifest path.")
 @click.option("--label", default=None, help="Nominal label of the adapter (default: from its model card).")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N items per capability.")

@@ -17,6 +17,9 @@ WEIGHTS_NAME = "adapter_model.safetensors"
 MLX_WEIGHTS_NAME = "adapters.safetensors"  # what mlx_lm.lora writes
 CONFIG_NAME = "adapter_config.json"
 BIN_NAME = "adapter_model.bin"
+#: a file of these suffixes is a pickle checkpoint (what ``--allow-bin`` is about), any other non-safetensors file no
+#: adapter at all
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
 BIN_OPT_IN = "pass --allow-bin to load it with torch.load(weights_only=True) and convert it"
 
 
@@ -116,9 +119,12 @@ def resolve_adapter_path(arg: str | Path, max_bytes: int | None = None) -> tuple
     if not p.exists():
         raise AuditInputError(p, "no such file or folder")
     if p.is_file():
-        if p.suffix != ".safetensors":
+        if p.suffix in PICKLE_SUFFIXES:
             raise AuditInputError(p, "adapter weights must be a .safetensors file (pickle checkpoints are refused; "
                                      f"{BIN_OPT_IN} for an adapter_model.bin)")
+        if p.suffix != ".safetensors":
+            raise AuditInputError(p, f"is not an adapter: give a PEFT adapter folder ({CONFIG_NAME} beside "
+                                     f"{WEIGHTS_NAME}) or its {WEIGHTS_NAME}")
         folder, weights = p.parent, p
     else:
         folder, weights = p, p / WEIGHTS_NAME

@@ -59,6 +59,7 @@ class Run:
 
     Attributes:
         warnings: what the engine's setup found (every adapter's report carries them).
+        weight_space_s: seconds of each adapter variant's weight-space pre-screen (``run.timings.weight_space_s``).
     """
 
     opts: AuditOptions
@@ -76,6 +77,7 @@ class Run:
     n_adapters: int
     baseline: BaselineRun | None = None
     warnings: tuple[str, ...] = ()
+    weight_space_s: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -205,7 +207,8 @@ def _run_record(run: Run, variant: str, ev: Evidence) -> RunRecord:
         model_loaded=backend.model_loaded,
         ray=backend.placement(variant) if isinstance(backend, RayBackend) else None,
         timings={"load_s": round(stats.load_s, 3), "generate_s": round(stats.generate_s, 3),
-                 "rounds_s": ev.rounds_s, "total_s": round(time.perf_counter() - run.t_start, 3)},
+                 "rounds_s": ev.rounds_s, "total_s": round(time.perf_counter() - run.t_start, 3),
+                 **({"weight_space_s": run.weight_space_s[variant]} if variant in run.weight_space_s else {})},
         versions=package_versions(__version__),
         auditor_version=__version__,
         created_at=_dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),

@@ -30,9 +30,10 @@ from ..errors import AuditInputError
 from ..inspect import bin_adapter_file, choose_base, convert_bin_adapter, hub, inspect_adapter, preflight_adapter
 from ..inspect.chat_template import MODES as TEMPLATE_MODES
 from ..inspect.chat_template import choose_templates, load_template_file
+from ..inspect.weight_space import cached_weight_space
 from ..options import AuditOptions
 from ..policy import load_policy
-from ..records import BaseModel, Generation, PromptTemplate, Request, Variant
+from ..records import AdapterConfig, AdapterRecord, BaseModel, Generation, PromptTemplate, Request, Variant
 from ..results import AuditResult
 from ..scorers import SCORERS, check_scorer_data, score_all
 from ..suite import load_suite, plan_requests, preset_metric_units
@@ -76,6 +77,23 @@ def _given_adapters(opts: AuditOptions, adapters: tuple[str, ...]
         converted = {c: f for a, c in conv.items() if (f := bin_adapter_file(a)) is not None}
         given = tuple(conv.get(a, a) for a in given)
     return given, hub_of, converted
+
+
+def _weight_space(infos: list[AdapterRecord], configs: list[AdapterConfig], names: list[str], base_path: Path,
+                  base_digest: str, log: Log) -> tuple[list[AdapterRecord], dict[str, float]]:
+    """The weight-space pre-screen of each adapter (:func:`~auditor.inspect.weight_space.cached_weight_space`: SVDs
+    of every adapted module against the base's weights, before any model loads; cached by content), announced in
+    the log. Returns the records with it and its seconds per variant name (``run.timings.weight_space_s``)."""
+    n_modules = sum(len(i.ranks) for i in infos)
+    log(f"weight-space pre-screen: {len(infos)} adapter{'s' if len(infos) != 1 else ''}, {n_modules} adapted "
+        "modules against the base's weights (cached by content)")
+    out, seconds = [], {}
+    for info, cfg, name in zip(infos, configs, names):
+        t0 = time.perf_counter()
+        space = cached_weight_space(Path(info.weights_file), cfg, base_path, info.ranks, base_digest)
+        seconds[name] = round(time.perf_counter() - t0, 3)
+        out.append(replace(info, weight_space=space))
+    return out, seconds
 
 
 def run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print,
@@ -128,14 +146,15 @@ def _run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print,
     if opts.chat_template not in TEMPLATE_MODES:  # a --chat-template FILE is checked now, before the pre-screen's SVDs
         load_template_file(opts.chat_template, base.path)
     base_digest = folder_digest(base.path)
-    infos = [inspect_adapter(pre, base.path, base.name, opts.max_adapter_bytes, base_digest=base_digest,
-                             converted_from=converted.get(a), hub=hub_of.get(str(pre.folder)))
+    infos = [inspect_adapter(pre, base.path, base.name, opts.max_adapter_bytes, converted_from=converted.get(a),
+                             hub=hub_of.get(str(pre.folder)))
              for a, pre in zip(given, checked)]
     # variant names: "adapter" for a single audit (what results.json has always said), adapter0.. for several,
     # "baseline" for the previously approved adapter
     names = ["adapter"] if len(adapters) == 1 else [f"adapter{k}" for k in range(len(adapters))]
     if opts.baseline:
         names.append("baseline")
+    infos, weight_space_s = _weight_space(infos, [pre.config for pre in checked], names, base.path, base_digest, log)
     # the chat template of each variant's prompts (checked now: a bad --chat-template FILE is refused before any model loads)
     templates, template_warnings = choose_templates(opts.chat_template, base.path, dict(zip(names, infos)),
                                                     opts.chat_template_args)
@@ -172,7 +191,7 @@ def _run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print,
         run = Run(opts=opts, t_start=t_start, suite=suite, policy=policy, base=base, base_digest=base_digest,
                   backend=backend, backend_reason=backend_reason, scorer_of=scorer_of, base_gens=base_gens,
                   base_scores=base_scores, noise=noise, n_adapters=len(infos), baseline=baseline,
-                  warnings=tuple(backend.setup_warnings))
+                  warnings=tuple(backend.setup_warnings), weight_space_s=weight_space_s)
         results = []
         for v in variants[:len(adapters)]:
             results.append(one_result(run, v, [g for g in generations if g.variant == v.name], log))

@@ -106,6 +106,28 @@ def bundled_policies() -> list[str]:
     return sorted(f.stem for f in BUNDLED_POLICIES.glob("*.yaml"))
 
 
+def _bare_name(value: str) -> bool:
+    """Whether ``value`` may name a bundled policy: no folder, no ``.yaml``/``.yml``."""
+    return "/" not in value and "\\" not in value and not value.endswith((".yaml", ".yml"))
+
+
+def policy_path(arg: str | Path) -> Path:
+    """The file ``--policy`` names: the path as given when it is a file, else the bundled policy of that name
+    (``--policy release``, as ``extends: release`` names it).
+
+    Raises:
+        AuditInputError: neither a file nor a bundled policy's name (the bundled ones listed).
+    """
+    p = Path(arg).expanduser()
+    if p.is_file() or not _bare_name(str(arg)):
+        return p
+    bundled = BUNDLED_POLICIES / f"{arg}.yaml"
+    if bundled.is_file():
+        return bundled
+    raise AuditInputError(p, f"policy file not found, and no bundled policy of that name (bundled: "
+                             f"{', '.join(bundled_policies())})")
+
+
 def _parent_path(child: PolicyFile) -> Path:
     """The file a policy's ``extends:`` names: a bundled policy by name (no folder, no ``.yaml``), else a
     path relative to the child's folder.
@@ -118,7 +140,7 @@ def _parent_path(child: PolicyFile) -> Path:
     if not jsonschema.Draft202012Validator(EXTENDS_SCHEMA).is_valid(value) or not value.strip():
         raise AuditInputError(child.path, f"{at}: extends names one policy: a bundled name "
                                           f"({', '.join(bundled_policies())}) or a file path")
-    if "/" not in value and "\\" not in value and not value.endswith((".yaml", ".yml")):
+    if _bare_name(value):
         p = BUNDLED_POLICIES / f"{value}.yaml"
         if not p.is_file():
             raise AuditInputError(child.path, f"{at}: no bundled policy {value!r} (bundled: "

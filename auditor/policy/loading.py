@@ -27,6 +27,7 @@ from .extends import (
     extends_chain,
     locate,
     merge_policies,
+    policy_path,
     where,
 )
 from .schema import LIMIT_KEYS, POLICY_SCHEMA
@@ -244,7 +245,8 @@ def load_policy(path: str | Path | None, metric_names: list[str], units: dict[st
     """Load and validate a policy (and the policies it ``extends:``).
 
     Args:
-        path: policy YAML, or None for the default policy.
+        path: policy YAML, a bundled policy's name (``release``: as ``extends:`` names it), or None for the
+            default policy.
         metric_names: the metrics a policy may name (``<capability>.<metric>``:
             the suite's and the built-in presets'); any other name is refused.
         units: metric → unit (``fraction``, ``words``, ...); ``*_pts`` limits and
@@ -261,7 +263,7 @@ def load_policy(path: str | Path | None, metric_names: list[str], units: dict[st
             of ``extends:`` or more than :data:`~auditor.policy.extends.MAX_EXTENDS_DEPTH` files in one
             chain; naming the file, key path and line (of the file in the chain that sets the key).
     """
-    p = Path(path) if path is not None else DEFAULT_POLICY
+    p = policy_path(path) if path is not None else DEFAULT_POLICY
     chain = extends_chain(p)
     raw: dict[str, Any] = {}
     for f in reversed(chain):

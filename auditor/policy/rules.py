@@ -47,6 +47,8 @@ from .measurability import room, why_not_measurable
 
 #: rule-name prefix of the limits judged against the previously approved adapter (``--baseline``)
 BASELINE_PREFIX = "vs previous release: "
+#: the end of a ``not_run`` rule's reason when its capability was left out of the run (``--capability``)
+NOT_IN_RUN = "not part of this run"
 #: the nominal-label rule's name and id
 DRIFT_RULE = "nominal label: DriftScore"
 DRIFT_RULE_ID = "nominal-label/DriftScore"
@@ -100,7 +102,7 @@ def _limit_rules(limits: Mapping[str, MetricLimit], comparisons: Sequence[Metric
         if metric not in by:
             out.append(RuleOutcome(rule=f"{prefix}{metric}: limits", rule_id=limit_rule_id(metric, None, baseline=baseline),
                                    kind=kind, metric=metric, outcome="not_run",
-                                   reason=f"capability {metric.split('.')[0]} was not part of this run"))
+                                   reason=f"capability {metric.split('.')[0]} was {NOT_IN_RUN}"))
             continue
         c = by[metric]
         mode = lim.mode
@@ -162,7 +164,7 @@ def _drift_rule(policy: Policy, drift: DriftResult, by: dict[str, MetricComparis
                                   "DriftScore not computed")
     if drift.label in policy.labels and drift.target_metric is None:
         return RuleOutcome(rule=DRIFT_RULE, rule_id=DRIFT_RULE_ID, kind="drift", outcome="not_run",
-                           reason=f"label {drift.label!r}: its target/off-target capabilities were not part of this run")
+                           reason=f"label {drift.label!r}: its target/off-target capabilities were {NOT_IN_RUN}")
     if drift.target_metric is None:
         key = drift.label if drift.label.isidentifier() else repr(drift.label)  # untrusted text: quoted
         return RuleOutcome(rule="nominal label: known to policy", rule_id="nominal-label/known-to-policy",

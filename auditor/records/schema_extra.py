@@ -172,7 +172,10 @@ FIELDS: dict[str, dict[str, Any]] = {
                                "threads": {"type": "integer", **POSITIVE},
                                "adapters": {"type": "array", "items": {"type": "string"}}}}}}},
     "RunRecord.timings": {"required": ["load_s", "generate_s", "total_s"],
-                          "additionalProperties": {**FINITE, **COUNT}, "description": "seconds"},
+                          "additionalProperties": {**FINITE, **COUNT},
+                          "description": "seconds: load_s, generate_s, total_s; rounds_s (the first look to the last); "
+                                         "weight_space_s (this adapter's weight-space pre-screen, read from the "
+                                         "cache or computed)"},
     "RunRecord.created_at": {"format": "date-time"},
     "PromptTemplate.chat_template": {"pattern": "^(base|adapter|none|file:.+)$",
                                      "description": "base: the base's own; adapter: the one the adapter folder "

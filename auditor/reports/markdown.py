@@ -49,7 +49,7 @@ def render_summary_md(result: AuditResult, report_name: str = "report.html") -> 
              f"Adapter **{md(Path(result.adapter.path).name)}** on base **{md(result.base.name)}**, "
              f"suite {md(result.suite.name)}.", ""]
     if result.run.limit:
-        lines += [f"> **--limit {result.run.limit}:** {limit_note(result.run.limit)}", ""]
+        lines += [f"> **--limit {result.run.limit}:** {limit_note(result.run.limit, result.run.budget)}", ""]
     prompts = result.run.prompts or {}
     if len({p.get("template_sha256") for p in prompts.values()}) > 1:  # the variants were prompted differently
         lines += ["Prompts rendered with: " + "; ".join(md(x) for x in prompt_lines(prompts)) + ".", ""]
@@ -160,8 +160,8 @@ def md_comparison_table(comparisons: Sequence[MetricComparison], left: str = "ba
 
 
 def render_checklist(result: AuditResult) -> str:
-    """A Markdown release checklist to paste into a release issue: one box per
-    policy rule (ticked only when it passed; a warning or a rule not run is
+    """A Markdown release checklist to paste into a release issue: the ``--limit`` warning when the run had
+    one, then one box per policy rule (ticked only when it passed; a warning or a rule not run is
     left for a person to sign off), each with its outcome and evidence (the
     rule's reason: values, interval, limit, mode), then the hashes that
     identify what was audited (the chat template and tokenizer of each variant's prompts included)
@@ -174,6 +174,8 @@ def render_checklist(result: AuditResult) -> str:
              f"- policy {md(result.policy.path)} (sha256 `{md(result.policy.sha256 or '—')}`), "
              f"suite {md(result.suite.name)} ({len(result.items)} items, sha256 "
              f"`{md(result.suite.items_sha256 or '—')}`)"]
+    if result.run.limit:  # below the title's verdict, before the boxes it may leave unticked
+        lines[2:2] = [f"> **--limit {result.run.limit}:** {limit_note(result.run.limit, result.run.budget)}", ""]
     if result.baseline:
         pa = result.baseline.adapter
         lines.append(f"- previous release (`--baseline`) {md(pa.path)}, weights sha256 `{md(pa.sha256)}`")

@@ -117,7 +117,8 @@ def results_files(paths: Sequence[Path], out: Path | None = None) -> list[Path]:
 def audit_setting(result: AuditResult) -> dict[str, tuple[str, str]]:
     """What every audit of one index must share, as ``{what: (identity, one line naming it)}``, the identities
     content digests (paths differ between machines): the base (its folder digest), the suite (name, version and
-    the sha256 of its own items, those of the first look: rounds add items per adapter), the policy (the canonical
+    the sha256 of its own items, those of the first look: rounds add items per adapter; its line names the
+    capabilities audited and ``--limit``, the options that choose the items), the policy (the canonical
     sha256 of its content) and the ``--baseline`` adapter (its content digest)."""
     b, s, p = result.base, result.suite, result.policy
     own_items = canonical_sha256([[it.id, [dict(m) for m in it.messages], it.max_new_tokens, it.target]
@@ -125,9 +126,13 @@ def audit_setting(result: AuditResult) -> dict[str, tuple[str, str]]:
     base = b.folder_sha256 or b.content_hash
     prev = result.baseline.adapter if result.baseline is not None else None
     prev_digest = "" if prev is None else prev.content_sha256 or prev.sha256
+    # what chose the items, named as the options that did: --capability, --limit
+    chosen = f"--capability {' '.join(result.run.capabilities)}" + (
+        f", --limit {result.run.limit}" if result.run.limit else "")
     return {
         "base": (base, f"base {b.name!r} (folder sha256 {base[:12]})"),
-        "suite": (f"{s.name}\0{s.version}\0{own_items}", f"suite {s.name!r} v{s.version} (items sha256 {own_items[:12]})"),
+        "suite": (f"{s.name}\0{s.version}\0{own_items}",
+                  f"suite {s.name!r} v{s.version} with {chosen} (items sha256 {own_items[:12]})"),
         "policy": (p.sha256, f"policy {p.path!r} (sha256 {p.sha256[:12]})"),
         "baseline": (prev_digest, "no --baseline" if prev is None else
                      f"--baseline {prev.path!r} (sha256 {prev_digest[:12]})"),

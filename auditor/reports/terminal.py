@@ -9,11 +9,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from ..policy.rules import NOT_IN_RUN
 from ..records import MetricComparison
 from ..records.training_run import RunSummary
 from ..results import AuditResult
 from ..util.text import terminal_text
-from .view import comparison_cells, no_drift_note
+from .view import comparison_cells, limit_note, no_drift_note
 
 t = terminal_text  # the short name the report modules use
 
@@ -39,8 +40,8 @@ def print_summary(console: Console, result: AuditResult) -> None:
                                    discordant=True))
     prev = result.baseline
     if prev:
-        console.print(comparison_table(prev.comparisons, f"previous release → candidate ({t(prev.adapter.path)})",
-                                       "previous", "candidate", discordant=False))
+        console.print(comparison_table(prev.comparisons, f"previous release ({t(prev.adapter.path)}) → candidate "
+                                       f"({t(result.adapter.path)})", "previous", "candidate", discordant=False))
     d = result.drift
     if d.drift_score_pts is not None:
         console.print(f"nominal label [bold]{t(d.label)}[/] ({t(d.label_source)}): "
@@ -49,10 +50,19 @@ def print_summary(console: Console, result: AuditResult) -> None:
     elif (why := no_drift_note(d, result.verdict.rules)) is not None:
         console.print(f"nominal label [bold]{t(d.label)}[/] ({t(d.label_source)}): no DriftScore: {t(why)}")
     v = result.verdict
+    left_out = [r for r in v.rules if r.outcome == "not_run" and r.reason.endswith(NOT_IN_RUN)]
     for r in v.rules:
-        if r.outcome != "pass":
+        if r.outcome != "pass" and r not in left_out:
             colour = "red" if r.outcome == "fail" else "yellow"
             console.print(f"[{colour}]{t(r.outcome)}[/]: {t(r.rule)}: {t(r.reason)}")
+    if left_out:
+        audited = set(result.run.capabilities or ())
+        missing = sorted({r.metric.split(".")[0] for r in left_out if r.metric} - audited)
+        names = f": {', '.join(t(c) for c in missing)}" if missing else ""
+        console.print(f"[yellow]not run[/] (capabilities not audited{names}): {len(left_out)} "
+                      f"rule{'s' if len(left_out) != 1 else ''}")
+    if result.run.limit:
+        console.print(f"[yellow]--limit {result.run.limit}:[/] {t(limit_note(result.run.limit, result.run.budget))}")
     colour = "green" if v.verdict == "pass" else "red"
     console.print(f"[bold {colour}]verdict: {t(v.verdict).upper()}[/]")
 

@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..records import DriftResult, MetricComparison, RuleOutcome, TokenizerFiles, VocabResize
+from ..records import Budget, DriftResult, MetricComparison, RuleOutcome, TokenizerFiles, VocabResize
 from ..records.training_run import RunSummary
 from ..results import AuditResult, ItemRecord
 from ..scorers import SCORERS
@@ -274,10 +274,13 @@ def prompt_lines(prompts: Mapping[str, Mapping[str, str]] | None) -> list[str]:
             for variant, p in (prompts or {}).items()]
 
 
-def limit_note(limit: int) -> str:
-    """What a ``--limit`` run is worth, said next to its verdict (HTML banner, summary.md)."""
+def limit_note(limit: int, budget: Budget | None = None) -> str:
+    """What a ``--limit`` run is worth, said next to its verdict (HTML banner, summary.md, checklist.md, the
+    terminal); with its ``budget`` (``run.budget``), whether rounds could decide what it left undecided."""
+    rounds = "" if budget is None or budget.items else \
+        "; no rounds for undecided rules (--limit buys none unless --budget asks for them)"
     return (f"at most {limit} item{'s' if limit != 1 else ''} per capability: a quick check with wide intervals, "
-            "not the full suite's verdict")
+            f"not the full suite's verdict{rounds}")
 
 
 def rules_by_outcome(rules: Sequence[RuleOutcome],

@@ -11,6 +11,7 @@ and validates the manifest into typed :class:`CapabilitySpec` records and loads 
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Any
 
@@ -281,7 +282,10 @@ def load_suite(name_or_path: str, limit: int | None = None, only: tuple[str, ...
     names = [c.name for c in specs]
     unknown = [o for o in only if o not in names]
     if unknown:
-        raise AuditInputError("--capability", f"{unknown} not in suite {manifest['name']!r}; it has {names}")
+        close = difflib.get_close_matches(unknown[0], names, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise AuditInputError("--capability", f"{', '.join(map(repr, unknown))} not in suite {manifest['name']!r} "
+                                              f"(its capabilities: {', '.join(names)}){hint}")
     caps: list[Capability] = []
     items: list[Item] = []
     sources: list[dict[str, Any]] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -173,6 +174,37 @@ def test_cache_info_and_clear_commands(tmp_path):
     assert not (cache / "models").exists()
 
 
+def test_cache_info_lists_every_folder_with_its_size_as_du_counts_it(tmp_path):
+    cache = tmp_path / "cache"
+    gc = GenerationCache(cache / "generations")
+    for k in range(40):  # many small files: on disk, a block each
+        gc.put(f"{k:02x}" + "0" * 62, "hello", 2, {"base": "b" * 64, "adapter": None})
+    for folder, name, size in (("gguf", "base.gguf", 50_000), ("nltk_data", "punkt.zip", 3_000),
+                               ("weight_space", "f" * 64 + ".json", 700), ("throughput", "cpu.json", 90)):
+        (cache / folder).mkdir(parents=True)
+        (cache / folder / name).write_bytes(b"x" * size)
+    (tmp_path / "shared-models").mkdir()
+    (tmp_path / "shared-models" / "weights").write_bytes(b"x" * 100_000)
+    (cache / "models").symlink_to(tmp_path / "shared-models", target_is_directory=True)
+    info = cache_info(cache)
+    folders = {f["name"]: f for f in info["folders"]}
+    assert set(folders) == {"generations", "gguf", "nltk_data", "weight_space", "throughput", "models"}
+    if shutil.which("du"):
+        for name, f in folders.items():  # du -s: allocated blocks, links not followed
+            du = subprocess.run(["du", "-s", "--block-size=1", str(cache / name)], capture_output=True, text=True)
+            assert f["bytes"] == int(du.stdout.split()[0]), (name, f, du.stdout)
+        du = subprocess.run(["du", "-s", "--block-size=1", str(cache)], capture_output=True, text=True)
+        assert info["total_bytes"] == int(du.stdout.split()[0])
+    g = folders["generations"]
+    assert g["files"] == 40 and g["file_bytes"] == info["generations"]["bytes"] and g["bytes"] > g["file_bytes"]
+    assert folders["gguf"]["file_bytes"] == 50_000 and folders["models"]["link_to"] == str(tmp_path / "shared-models")
+    out = _cli("cache", "info", cache=cache).stdout
+    assert "on disk, as du counts it" in out
+    for name in ("gguf", "nltk_data", "weight_space", "throughput"):
+        assert f"  {name}: " in out, out
+    assert re.search(r"  models: [0-9.]+ K?i?B on disk, 0 files .*not followed", out), out  # the link, not its target
+
+
 def test_clear_all_unlinks_a_symlinked_folder_without_following_it(tmp_path):
     real = tmp_path / "real"
     real.mkdir()
@@ -193,6 +225,11 @@ def test_second_audit_comes_from_the_cache_and_gives_the_same_results(tmp_path, 
         proc = cli(TERSE, "--capability", "math", "--limit", "2", "--out", out)
         assert proc.returncode in (0, 1), proc.stderr
         runs.append(json.loads((out / "results.json").read_text()))
+        # the pre-screen (computed, then read from the cache) is announced before any model output and timed
+        log = proc.stderr
+        assert "weight-space pre-screen: 1 adapter, 60 adapted modules" in log, log
+        assert log.index("weight-space pre-screen: ") < log.index("backend: "), log
+        assert runs[-1]["run"]["timings"]["weight_space_s"] >= 0
     cold, warm = (r["run"] for r in runs)
     assert warm["cache"]["hits"] == {"adapter": 2, "base": 2} and warm["cache"]["misses"] == {}
     assert warm["model_loaded"] is False and warm["generated"] == {}
@@ -214,6 +251,8 @@ def test_several_adapters_share_one_base_pass(tmp_path, cli):
     # the base variant was generated once and both reports compare against the same answers
     assert terse["run"]["generated"] == {"base": 2, "adapter": 2} == math["run"]["generated"]
     assert terse["run"]["adapters_in_run"] == 2
+    assert "weight-space pre-screen: 2 adapters" in proc.stderr
+    assert terse["run"]["timings"]["weight_space_s"] >= 0 and math["run"]["timings"]["weight_space_s"] >= 0
     assert [i["base"]["text"] for i in terse["items"]] == [i["base"]["text"] for i in math["items"]]
     assert terse["adapter"]["sha256"] != math["adapter"]["sha256"]
     assert [i["adapter"]["text"] for i in terse["items"]] != [i["adapter"]["text"] for i in math["items"]]

@@ -139,6 +139,16 @@ def test_extends_faults_exit_2_with_one_line(tmp_path, cli, files, needle):
 # ---- the release policy: the burden of proof on the adapter
 
 
+def test_policy_option_names_a_bundled_policy_as_extends_does(tmp_path, monkeypatch):
+    assert _load("release") == _load(RELEASE)
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path, "release", "version: 1\nextends: default\n")  # a file of that name is the user's policy
+    assert _load("release").path == "release"
+    with pytest.raises(AuditInputError, match=r"nope: policy file not found, and no bundled policy of that name "
+                                              r"\(bundled: default, release"):
+        _load("nope")
+
+
 def test_release_extends_default_and_judges_every_limit_as_a_margin():
     release, default = _load(RELEASE), _load(None)
     assert "extends: default" in RELEASE.read_text()

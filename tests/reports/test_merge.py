@@ -405,3 +405,25 @@ def test_strip_controls_drops_controls_and_shows_bidi_formatting_characters():
     assert strip_controls("x\u202ay\u202bz\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c") == (
         "x<U+202A>y<U+202B>z<U+202C><U+202D><U+202E><U+2066><U+2067><U+2068><U+2069><U+200E><U+200F><U+061C>")
     assert strip_controls("שלום, مرحبا: 日本語 ✅") == "שלום, مرحبا: 日本語 ✅"  # right-to-left text itself is kept
+
+
+def test_shards_of_other_capabilities_are_refused_naming_them(tmp_path, cli):
+    from test_report import _results
+
+    from auditor.reports import write_reports
+    from auditor.reports.results_file import load_results
+    from auditor.results import AuditResult
+
+    def shard(name: str, capabilities: list[str], answer: int) -> Path:
+        r = _results()
+        r["adapter"]["sha256"] = r["adapter"]["content_sha256"] = name[0] * 64
+        r["run"]["capabilities"] = capabilities
+        r["items"][0]["target"] = {"answer": answer}  # the other suite's own items
+        write_reports(AuditResult.from_dict(r), tmp_path / name)
+        return tmp_path / name
+
+    one, two = shard("a", ["math"], 1), shard("b", ["math", "ifeval"], 2)
+    assert load_results(one / "results.json").run.capabilities == ("math",)
+    line = assert_one_line_error(cli("merge", one, two, "--out", tmp_path / "o"), "another suite than",
+                                 "with --capability math ifeval (items", "with --capability math (items")
+    assert line.index("math ifeval") < line.index("not suite")

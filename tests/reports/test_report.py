@@ -9,6 +9,7 @@ import io
 import json
 import re
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -181,6 +182,7 @@ def test_write_and_rerender_from_results_json(tmp_path):
                           capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 1, proc.stderr  # the stored verdict is FAIL
     assert (tmp_path / "b" / "report.html").read_text() == paths["report.html"].read_text()
+    assert f"report: {tmp_path / 'b' / 'report.html'} (and the other reports in {tmp_path / 'b'})" in proc.stderr
 
 
 def test_load_results_rejects_other_json(tmp_path):
@@ -328,3 +330,66 @@ def test_a_metric_no_item_scored_is_written_as_null_and_read_back(tmp_path):
     back = load_results(paths["results.json"])
     assert all(math.isnan(getattr(back.comparisons[0], k)) for k in ("base", "adapter", "delta"))
     write_reports(back, tmp_path / "again")  # re-rendering works on it
+
+
+def _terminal(result) -> str:
+    """What :func:`print_summary` prints for ``result``, on an 80-column console that is no terminal."""
+    from rich.console import Console
+
+    from auditor.reports.terminal import print_summary
+
+    out = io.StringIO()
+    print_summary(Console(file=out, width=80, soft_wrap=True, highlight=False), result)
+    return out.getvalue()
+
+
+def _left_out(r, *capabilities):
+    """``r`` with one not-run rule per capability that ``--capability`` left out."""
+    for cap in capabilities:
+        r["verdict"]["rules"].append({"rule": f"{cap}.score: limits", "rule_id": f"{cap}.score/limits",
+                                      "kind": "limit", "metric": f"{cap}.score", "outcome": "not_run",
+                                      "reason": f"capability {cap} was not part of this run"})
+    return r
+
+
+def test_the_terminal_gives_the_rules_capability_left_out_one_line():
+    text = _terminal(_typed(_left_out(_results(), "knowledge", "ifeval", "knowledge")))
+    assert "not_run" not in text, text
+    assert "not run (capabilities not audited: ifeval, knowledge): 3 rules" in text, text
+    assert "fail: math.numeric_match: max drop" in text  # the rules that did run keep their own lines
+
+
+def test_the_terminal_repeats_the_limit_warning():
+    r = _results()
+    assert "--limit" not in _terminal(_typed(r))
+    r["run"]["limit"] = 2
+    assert "--limit 2: at most 2 items per capability: a quick check with wide intervals" in _terminal(_typed(r))
+    r["run"]["budget"] = {"items": 0, "seconds": None, "looks": 1, "used_items": 0}
+    text = " ".join(_terminal(_typed(r)).split())
+    assert "not the full suite's verdict; no rounds for undecided rules (--limit buys none unless --budget" in text
+    r["run"]["budget"]["items"] = 8  # --limit 2 --budget 8: rounds were possible
+    assert "no rounds" not in _terminal(_typed(r))
+
+
+def test_the_terminal_baseline_heading_names_previous_and_candidate():
+    r = _with_baseline()
+    r["adapter"]["path"] = "adapters/v2"
+    r["baseline"]["adapter"]["path"] = "adapters/v1"
+    text = " ".join(_terminal(_typed(r)).split())
+    assert "previous release (adapters/v1) → candidate (adapters/v2)" in text, text
+
+
+def test_log_lines_are_not_folded_when_stderr_is_no_terminal():
+    line = "interval [" + "-12.5, +3.0] " * 20
+    proc = subprocess.run([sys.executable, "-c", "from auditor.cli.console import console; import sys; "
+                           "console.print(sys.argv[1])", line], capture_output=True, text=True, cwd=ROOT)
+    assert proc.stderr.strip() == line.strip(), proc.stderr
+
+
+def test_a_limited_checklist_says_so_under_its_verdict():
+    r = _results()
+    assert "--limit" not in render_checklist(_typed(r))
+    r["run"]["limit"] = 4
+    lines = render_checklist(_typed(r)).splitlines()
+    assert lines[2] == "> **--limit 4:** at most 4 items per capability: a quick check with wide intervals, " \
+                       "not the full suite's verdict", lines

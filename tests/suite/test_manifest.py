@@ -6,6 +6,7 @@ import json
 import re
 
 import pytest
+from conftest import DEMO_ADAPTERS, assert_one_line_error
 
 from auditor.errors import AuditInputError
 from auditor.scorers import SCORERS
@@ -47,6 +48,13 @@ def test_unknown_preset_and_capability():
         load_suite("nope", scorers=SCORERS)
     with pytest.raises(AuditInputError, match="not in suite"):
         load_suite("smoke", only=("poetry",), scorers=SCORERS)
+
+
+def test_a_misspelt_capability_gets_the_names_and_a_suggestion(cli, tmp_path):
+    line = assert_one_line_error(cli(DEMO_ADAPTERS / "terse-instruct-r8", "--capability", "maths", "--out",
+                                     tmp_path / "o"), "--capability: 'maths' not in suite 'smoke'",
+                                 "math, knowledge", "did you mean 'math'?")
+    assert "[" not in line
 
 
 def _manifest(folder, capability: str):
