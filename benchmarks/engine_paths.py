@@ -2,15 +2,15 @@
 
     HF_HUB_OFFLINE=1 python benchmarks/engine_paths.py [--requests 300] [--slots 256] [--repeats 2]
 
-One continuous-batching stream (:func:`auditor.backends.hf_stream.stream_generate`) of ``--requests`` chat
+One continuous-batching stream (:func:`auditor.backends.hf.stream.stream_generate`) of ``--requests`` chat
 prompts of 8 to 60 words (seeded) with forced budgets of 16 to 256 new tokens (EOS off, so every path decodes
 the same tokens), on the embedded base in the dtype ``--dtype auto`` picks, at ``--slots`` requests at once,
 through three paths, alternately, ``--repeats`` times each:
 
 * ``library``: transformers as shipped: its own thread, its ``sdpa`` over the step's dense block-diagonal mask;
 * ``+ openmp``: the same, with the calling thread's OpenMP workers released before the library's thread starts
-  (:mod:`auditor.backends.openmp`);
-* ``audit``: that and per-request attention (:mod:`auditor.backends.hf_attention`), the path an audit takes.
+  (:mod:`auditor.backends.hf.openmp`);
+* ``audit``: that and per-request attention (:mod:`auditor.backends.hf.attention`), the path an audit takes.
 
 Prints each run's seconds and new tokens a second, and each path's best against the library's.
 """
@@ -37,8 +37,8 @@ def main() -> None:
     from engine_throughput import load_base  # noqa: E402  (benchmarks/, the script's own folder)
     from transformers import GenerationConfig
 
-    from auditor.backends import hf_stream
     from auditor.backends.hardware import choose_dtype
+    from auditor.backends.hf import stream as hf_stream
     from auditor.inspect.base_model import resolve_base
 
     dtype, _ = choose_dtype("auto", "hf", gpu=False)
