@@ -154,10 +154,11 @@ def _run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print,
     names = ["adapter"] if len(adapters) == 1 else [f"adapter{k}" for k in range(len(adapters))]
     if opts.baseline:
         names.append("baseline")
-    infos, weight_space_s = _weight_space(infos, [pre.config for pre in checked], names, base.path, base_digest, log)
-    # the chat template of each variant's prompts (checked now: a bad --chat-template FILE is refused before any model loads)
+    # the chat template of each variant's prompts (checked now: a bad template is refused before any model loads, and
+    # before the pre-screen says a word: a refused input gets its one error line only)
     templates, template_warnings = choose_templates(opts.chat_template, base.path, dict(zip(names, infos)),
                                                     opts.chat_template_args)
+    infos, weight_space_s = _weight_space(infos, [pre.config for pre in checked], names, base.path, base_digest, log)
     # an adapter whose declared base cannot be had (audited on the embedded default instead) is warned about
     variants = [Variant(name=n, info=i,
                         warnings=(*([w] if (w := base_warnings.get(pre.folder / "adapter_config.json")) else []),
