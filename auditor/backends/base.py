@@ -43,6 +43,12 @@ class GenerationStats:
     batch_sizes_used: dict[int, int] = field(default_factory=dict)
     #: requests actually generated (cache misses), per variant
     generated: dict[str, int] = field(default_factory=dict)
+    #: multiple-choice items scored by log-likelihood (cache misses), per variant
+    scored: dict[str, int] = field(default_factory=dict)
+    #: tokens whose log-probabilities were read for them (contexts and continuations), per variant
+    scored_tokens: dict[str, int] = field(default_factory=dict)
+    #: seconds spent scoring them
+    score_s: float = 0.0
 
 
 class Backend(Protocol):
@@ -203,9 +209,99 @@ class CachedBackend:
 
     def generate(self, requests: list[Request], split_small: bool = False,
                  use_cache: bool = True) -> list[Generation]:
-        """One Generation per request, in order (cache hits are not generated again; :meth:`_lookup`,
+        """One Generation per request, in order: generated items through :meth:`generate_text`, multiple-choice
+        items (``Item.output_type``) through :meth:`loglikelihoods`; cache hits are not computed again."""
+        scored = [r for r in requests if r.item.output_type == "multiple_choice"]
+        if not scored:
+            return self.generate_text(requests, split_small, use_cache)
+        texts = [r for r in requests if r.item.output_type != "multiple_choice"]
+        got: dict[tuple[str, str], Generation] = {}
+        if texts:
+            got.update(zip(((r.item.id, r.variant) for r in texts), self.generate_text(texts, split_small, use_cache)))
+        got.update(zip(((r.item.id, r.variant) for r in scored), self.loglikelihoods(scored, use_cache)))
+        return [got[(r.item.id, r.variant)] for r in requests]
+
+    def generate_text(self, requests: list[Request], split_small: bool = False,
+                      use_cache: bool = True) -> list[Generation]:
+        """One generated answer per request, in order (cache hits are not generated again; :meth:`_lookup`,
         :meth:`_record`)."""
         raise NotImplementedError
+
+    def loglikelihoods(self, requests: list[Request], use_cache: bool = True) -> list[Generation]:
+        """Each multiple-choice request's choice log-likelihoods (``Generation.loglikelihoods``), in order.
+
+        No chat template is applied: each choice's continuation is scored after its context as the item
+        gives it (lm-evaluation-harness's default). Tokens as that harness encodes a pair
+        (:func:`encode_pair`). Cached like answers, keyed by the base, the adapter, the contexts and
+        continuations, and :meth:`loglikelihood_settings`; what misses goes to :meth:`_score_choices`,
+        one variant at a time.
+
+        Raises:
+            ValueError: an adapter request was given but no adapter is loaded.
+        """
+        import json
+
+        variants = sorted({r.variant for r in requests}, key=lambda v: (v != "base", v))
+        unknown = [v for v in variants if v != "base" and v not in self.adapters]
+        if unknown:
+            raise ValueError(f"no adapter loaded for variant {unknown[0]!r}")
+        cache = self.cache if use_cache else GenerationCache(None)
+        settings = self.loglikelihood_settings()
+        first: dict[tuple[str, str], Request] = {}
+        for r in requests:
+            first.setdefault((r.item.id, r.variant), r)
+        keys = {k: generation_key(base=self.base_digest, adapter=self._adapter_key(k[1]), messages=r.item.messages,
+                                  max_new_tokens=0, settings=settings,
+                                  rendered=json.dumps([r.item.target["contexts"], r.item.target["continuations"]],
+                                                      ensure_ascii=False))
+                for k, r in first.items()}
+        results: dict[tuple[str, str], Generation] = {}
+        todo: dict[str, list[Item]] = {v: [] for v in variants}
+        for (item_id, variant), r, hit in zip(first, first.values(), cache.get_many([(keys[k], k[1]) for k in first])):
+            parsed = _parse_scored(hit[0]) if hit is not None else None
+            if parsed is not None and len(parsed[0]) == len(r.item.target["continuations"]):
+                results[(item_id, variant)] = self._choice_generation(r.item, variant, *parsed)
+            else:
+                todo[variant].append(r.item)
+        if any(todo.values()):
+            t0 = time.perf_counter()
+            for variant in variants:
+                if not todo[variant]:
+                    continue
+                for item, (lls, n) in zip(todo[variant], self._score_choices(variant, todo[variant])):
+                    results[(item.id, variant)] = self._choice_generation(item, variant, lls, n)
+                    self.stats.scored_tokens[variant] = self.stats.scored_tokens.get(variant, 0) + n
+                    self.stats.scored[variant] = self.stats.scored.get(variant, 0) + 1
+                    cache.put(keys[(item.id, variant)], json.dumps({"loglikelihoods": lls, "scored_tokens": n}), 0,
+                              {"base": self.base_digest, "backend": self.name,
+                               "adapter": None if variant == "base" else self.adapters[variant][1]})
+            self.stats.score_s += time.perf_counter() - t0
+        return [results[(r.item.id, r.variant)] for r in requests]
+
+    def loglikelihood_settings(self) -> dict:
+        """What decides a choice's log-likelihood besides the model, the adapter and the text: part of its
+        cache key (the backend, the numeric path, the package versions; not the batch, which does not
+        change a log-likelihood on the paths that compute them one item at a time)."""
+        return {k: v for k, v in self.settings().items() if k in ("backend", "device", "dtype", "versions")} \
+            | {"output_type": "multiple_choice"}
+
+    def _score_choices(self, variant: str, items: list[Item]) -> list[tuple[list[float], int]]:
+        """Each item's choice log-likelihoods under ``variant`` and the tokens read: the backend's engine.
+
+        Raises:
+            AuditInputError: the backend cannot score log-likelihoods (naming what is missing).
+        """
+        from ..errors import AuditInputError
+
+        raise AuditInputError(f"--backend {self.name}", "this backend cannot score multiple choice by "
+                                                        "log-likelihood; use --backend hf or vllm")
+
+    def _choice_generation(self, item: Item, variant: str, lls: list[float], n: int) -> Generation:
+        """The Generation of a scored multiple-choice item: the likeliest continuation as its text."""
+        best = max(range(len(lls)), key=lambda k: (lls[k], -k))
+        return Generation(item_id=item.id, variant=variant, text=item.target["continuations"][best].strip(),
+                          n_tokens=0, prompt=item.target["contexts"][best], loglikelihoods=tuple(lls),
+                          scored_tokens=n)
 
     def render(self, item: Item, variant: str = "base") -> str:
         """The exact prompt string the model sees for one variant: its chat template (:attr:`templates`,
@@ -353,6 +449,41 @@ class CachedBackend:
         return Progress(TextColumn("[bold]generate[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), transient=False, console=Console(stderr=True),
                         disable=not self.show_progress)
+
+
+def encode_pair(tokenizer: Any, context: str, continuation: str) -> tuple[list[int], list[int]]:
+    """Token ids of a (context, continuation) pair as lm-evaluation-harness 0.4 encodes it for a causal model:
+    white space at the end of the context moves to the continuation, the whole text is encoded (with the
+    tokenizer's own special tokens, e.g. Gemma's BOS) and split at the context's own length; an empty
+    context becomes the BOS token (else EOS).
+
+    Returns:
+        (context ids, continuation ids).
+    """
+    n_spaces = len(context) - len(context.rstrip())
+    if n_spaces:
+        context, continuation = context[:-n_spaces], context[-n_spaces:] + continuation
+    if not context:
+        prefix = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+        return [prefix], tokenizer(continuation, add_special_tokens=False)["input_ids"]
+    whole = tokenizer(context + continuation)["input_ids"]
+    ctx = tokenizer(context)["input_ids"]
+    return ctx, whole[len(ctx):]
+
+
+def _parse_scored(text: str) -> tuple[list[float], int] | None:
+    """A cached multiple-choice entry's (log-likelihoods, scored tokens); None when it is not one (a miss)."""
+    import json
+
+    try:
+        raw = json.loads(text)
+        lls, n = raw["loglikelihoods"], raw["scored_tokens"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(lls, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in lls) \
+            or not isinstance(n, int):
+        return None
+    return [float(x) for x in lls], n
 
 
 @dataclass

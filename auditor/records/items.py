@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .vocab import Aggregate
+from .vocab import Aggregate, OutputType
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -26,6 +26,10 @@ class Item:
             are resampled together by the bootstrap, e.g. one question under
             several contexts), ``context`` (conditional-trigger probe),
             ``perturbation`` (robustness probe), ``source`` (benchmark file).
+        output_type: how the model answers, in lm-evaluation-harness's terms: ``generate_until`` (greedy
+            decoding, up to ``max_new_tokens``) or ``multiple_choice`` (no decoding: the log-likelihood of
+            each choice's continuation after the context, ``target["contexts"]`` and
+            ``target["continuations"]``; ``max_new_tokens`` is 0).
     """
 
     id: str
@@ -35,6 +39,7 @@ class Item:
     max_new_tokens: int
     target: Mapping[str, Any]
     meta: Mapping[str, Any] = field(default_factory=dict)
+    output_type: OutputType = "generate_until"
 
     @property
     def prompt(self) -> str:
@@ -60,6 +65,11 @@ class Generation:
         n_tokens: new tokens generated.
         prompt: the exact prompt string the model saw (the variant's chat template applied), as the
             backend rendered it for the request and its cache key.
+        loglikelihoods: for a ``multiple_choice`` item, each choice's log-likelihood (natural log, summed over
+            its continuation's tokens, given its context), in ``target["continuations"]`` order; ``text`` is
+            then the continuation with the highest one and ``n_tokens`` 0. None for a generated answer.
+        scored_tokens: tokens whose log-probabilities were read for a ``multiple_choice`` item (contexts and
+            continuations as encoded); 0 for a generated answer.
     """
 
     item_id: str
@@ -67,6 +77,8 @@ class Generation:
     text: str
     n_tokens: int
     prompt: str = field(default="", compare=False, repr=False)
+    loglikelihoods: tuple[float, ...] | None = None
+    scored_tokens: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,6 +142,7 @@ class Capability:
         build_target: the scorer's check of an item row's gold data (``build_target(row) -> target``),
             kept for the rows its pool adds later (:func:`auditor.suite.pools.load_pool`); not written
             to results, not compared.
+        output_type: how its items are answered (:attr:`Item.output_type`).
     """
 
     name: str
@@ -138,6 +151,7 @@ class Capability:
     metrics: tuple[MetricSpec, ...]
     build_target: Callable[[dict], dict] | None = field(default=None, compare=False, repr=False,
                                                         metadata={"plain": False})
+    output_type: OutputType = "generate_until"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -34,6 +34,8 @@ LimitDirection = Literal["drop", "rise"]
 Role = Literal["base", "adapter", "baseline"]
 #: how a metric is aggregated over items (:class:`~auditor.records.MetricSpec`)
 Aggregate = Literal["mean", "max_gap", "excess_gap"]
+#: how an item is answered (lm-evaluation-harness's ``output_type``): decoded, or scored by log-likelihood
+OutputType = Literal["generate_until", "multiple_choice"]
 
 
 def values(vocabulary: object) -> tuple[str, ...]:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..records import Generation, Item, MetricSpec, Score
+from ..records.vocab import OutputType
 from ..util.registry import Registry
 
 ScoreFn = Callable[[Item, Generation], Score]
@@ -36,6 +37,8 @@ class Scorer:
         finalize: capability-level second pass (None: none).
         explain: one line explaining an answer's ``Score.detail`` for the report's item browser
             (None: the detail's keys and values).
+        output_type: how its items are answered (lm-evaluation-harness's term): ``generate_until``
+            (decoded text) or ``multiple_choice`` (each choice's log-likelihood, no decoding).
     """
 
     name: str
@@ -44,6 +47,7 @@ class Scorer:
     build_target: TargetFn | None = None
     finalize: FinalizeFn | None = None
     explain: Callable[[dict], str] | None = None
+    output_type: OutputType = "generate_until"
 
 
 #: scorer name → scorer, filled by the scorer modules (:func:`register`), frozen once

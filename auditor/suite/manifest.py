@@ -70,7 +70,7 @@ def suite_schema(scorers: ScorerCatalogue | None) -> dict[str, Any]:
                 "minItems": 1,
                 "items": {
                     "type": "object",
-                    "required": ["name", "group", "source", "scorer", "max_new_tokens"],
+                    "required": ["name", "group", "source", "scorer"],
                     "additionalProperties": False,
                     "properties": {
                         "name": {"type": "string", "pattern": "^[a-z_]+$(?!\n)"},
@@ -80,7 +80,10 @@ def suite_schema(scorers: ScorerCatalogue | None) -> dict[str, Any]:
                         "prompt_template": {"type": "string"},
                         # where an undecided rule's capability draws more items (auditor.suite.pools)
                         "pool": {"anyOf": [SOURCE_SCHEMA, {"type": "array", "minItems": 1, "items": SOURCE_SCHEMA}]},
+                        # the generation budget (tokens) of a generated capability; none for a multiple-choice one
                         "max_new_tokens": {"type": "integer", "minimum": 1, "maximum": 4096},
+                        # multiple choice by log-likelihood: put between the context and each choice
+                        "target_delimiter": {"type": "string", "maxLength": 16},
                     },
                 },
             },
@@ -211,6 +214,16 @@ def _specs(path: Path, manifest: Any, scorers: ScorerCatalogue | None) -> list[C
     for k, cap in enumerate(manifest["capabilities"]):
         check_prompt_template(path, k, cap.get("prompt_template", "{prompt}"))
     specs = [CapabilitySpec.from_manifest(k, cap) for k, cap in enumerate(manifest["capabilities"])]
+    for spec in specs:
+        scorer = scorers.get(spec.scorer) if scorers is not None else None
+        if scorer is None:
+            continue
+        if scorer.output_type == "generate_until" and not spec.max_new_tokens:
+            raise AuditInputError(path, f"capabilities.{spec.k}: 'max_new_tokens' is required (scorer "
+                                        f"{spec.scorer!r} reads a generated answer)")
+        if scorer.output_type == "multiple_choice" and spec.max_new_tokens:
+            raise AuditInputError(path, f"capabilities.{spec.k}.max_new_tokens: scorer {spec.scorer!r} scores each "
+                                        "choice by log-likelihood and generates nothing: leave it out")
     names = [c.name for c in specs]
     if len(set(names)) != len(names):
         raise AuditInputError(path, "two capabilities have the same name")
@@ -299,9 +312,10 @@ def load_suite(name_or_path: str, limit: int | None = None, only: tuple[str, ...
         if not rows:
             raise AuditInputError(src, f"capability {cap.name!r} has no items")
         scorer = scorers[cap.scorer]  # a name the schema accepted
-        items.extend(item_from_row(cap, row, src, pos, build_target=scorer.build_target) for pos, row in rows)
+        items.extend(item_from_row(cap, row, src, pos, build_target=scorer.build_target,
+                                   output_type=scorer.output_type) for pos, row in rows)
         caps.append(Capability(name=cap.name, group=cap.group, scorer=cap.scorer, metrics=scorer.metrics,
-                               build_target=scorer.build_target))
+                               build_target=scorer.build_target, output_type=scorer.output_type))
         sources.append(record)
     all_metrics = tuple(f"{c.name}.{m.name}" for c in specs for m in _metrics(scorers, c.scorer))
     units = {f"{c.name}.{m.name}": m.unit for c in specs for m in _metrics(scorers, c.scorer)}

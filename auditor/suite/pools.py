@@ -95,6 +95,7 @@ def load_pool(suite: Suite, capability: str, data_dir: str | Path | None = None,
             rows.append((src, pos, row))
     groups = sampling_units([r for _, _, r in rows], unit) if rows else []
     order: Any = rng_for(seed, f"pool/{capability}").permutation(len(groups)) if groups else []
-    units = [[item_from_row(spec, rows[k][2], rows[k][0], rows[k][1], build_target=loaded.build_target)
+    units = [[item_from_row(spec, rows[k][2], rows[k][0], rows[k][1], build_target=loaded.build_target,
+                            output_type=loaded.output_type)
               for k in groups[u]] for u in order]
     return Pool(capability=capability, units=units, sources=records)

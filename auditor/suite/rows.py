@@ -67,7 +67,7 @@ def check_unique_ids(src: Path | str, rows: list[tuple[int | str, Any]]) -> None
 
 
 def item_from_row(cap: CapabilitySpec, row: Any, src: Path | str, lineno: int | str, *,
-                  build_target: TargetFn | None) -> Item:
+                  build_target: TargetFn | None, output_type: str = "generate_until") -> Item:
     """One item row → Item.
 
     Row fields used here: ``id`` (or ``key``), the fields the prompt template
@@ -78,6 +78,12 @@ def item_from_row(cap: CapabilitySpec, row: Any, src: Path | str, lineno: int | 
     ``options`` field gets ``options`` (:func:`format_options`) for the
     template. The scorer's ``build_target`` reads the rest (None: an empty target), e.g.
     ``SCORERS[cap.scorer].build_target``.
+
+    A ``multiple_choice`` item (``output_type``, the scorer's) is not decoded: the filled template is the
+    context each choice continues, and ``build_target`` is handed the row with ``contexts`` (one per choice:
+    the row's own ``contexts``, each filled in as ``{context}``, for per-choice contexts such as WinoGrande's
+    partial scoring; else the filled template repeated) and the manifest's ``target_delimiter``. Its
+    ``max_new_tokens`` is 0.
     ``lineno`` is a line number or a position text (``record 12``).
 
     Raises:
@@ -111,6 +117,18 @@ def item_from_row(cap: CapabilitySpec, row: Any, src: Path | str, lineno: int | 
     for key in ("cluster", "context", "perturbation", "language"):
         if key in meta and (isinstance(meta[key], bool) or not isinstance(meta[key], (str, int))):
             raise AuditInputError(src, f"{at(lineno)}: meta.{key} must be a string")
+    if output_type == "multiple_choice":
+        own = row.get("contexts")
+        choices = row.get("choices")
+        if isinstance(own, list) and all(isinstance(c, str) for c in own):
+            try:
+                contexts = [template.format(**{**fields, "context": c}) for c in own]
+            except (KeyError, IndexError, ValueError, AttributeError) as e:
+                raise AuditInputError(src, f"{at(lineno)}: prompt template {template!r} cannot be filled ({e})") from None
+            content = contexts[0] if len(set(contexts)) == 1 else "\n".join(dict.fromkeys(contexts))
+        else:
+            contexts = [content] * (len(choices) if isinstance(choices, list) else 0)
+        row = {**row, "contexts": contexts, "target_delimiter": cap.target_delimiter}
     try:
         target = build_target(row) if build_target else {}
     except ValueError as e:
@@ -120,7 +138,8 @@ def item_from_row(cap: CapabilitySpec, row: Any, src: Path | str, lineno: int | 
         capability=cap.name,
         group=cap.group,
         messages=(*({"role": m["role"], "content": m["content"]} for m in history), {"role": "user", "content": content}),
-        max_new_tokens=cap.max_new_tokens,
+        max_new_tokens=0 if output_type == "multiple_choice" else cap.max_new_tokens,
         target=target,
         meta=meta,
+        output_type="multiple_choice" if output_type == "multiple_choice" else "generate_until",
     )

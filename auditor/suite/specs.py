@@ -26,6 +26,9 @@ class SuiteScorer(Protocol):
     @property
     def build_target(self) -> TargetFn | None: ...
 
+    @property
+    def output_type(self) -> str: ...
+
 
 #: scorer name → scorer: what the suite stage is given to check ``scorer:`` names, read the metrics and build
 #: item targets (the pipeline passes :data:`auditor.scorers.SCORERS`; the suite never imports the scorers)
@@ -71,10 +74,13 @@ class CapabilitySpec:
     prompt_template: str = "{prompt}"
     #: where an undecided rule draws more items (``pool:``; :mod:`auditor.suite.pools`)
     pool: tuple[SourceSpec, ...] = ()
+    #: put between a multiple-choice item's context and each choice (lm-evaluation-harness's ``target_delimiter``)
+    target_delimiter: str = " "
 
     @classmethod
     def from_manifest(cls, k: int, cap: dict[str, Any]) -> CapabilitySpec:
         pool = cap.get("pool") or []
         return cls(k, cap["name"], cap["group"], cap["scorer"], SourceSpec.from_manifest(cap["source"]),
-                   int(cap["max_new_tokens"]), cap.get("prompt_template", "{prompt}"),
-                   tuple(SourceSpec.from_manifest(x) for x in (pool if isinstance(pool, list) else [pool])))
+                   int(cap.get("max_new_tokens", 0)), cap.get("prompt_template", "{prompt}"),
+                   tuple(SourceSpec.from_manifest(x) for x in (pool if isinstance(pool, list) else [pool])),
+                   cap.get("target_delimiter", " "))

@@ -292,7 +292,8 @@ class HFBackend(CachedBackend):
 
         return size
 
-    def generate(self, requests: list[Request], split_small: bool = False, use_cache: bool = True) -> list[Generation]:
+    def generate_text(self, requests: list[Request], split_small: bool = False,
+                      use_cache: bool = True) -> list[Generation]:
         """Generate all requests; returns one Generation per request (same order).
 
         Requests found in the cache are not generated. With continuous batching the rest go to the
@@ -320,6 +321,92 @@ class HFBackend(CachedBackend):
                 self._generate_static(p, split_small, lambda n: progress.advance(task, n))
         self.stats.generate_s += time.perf_counter() - t0
         return p.ordered(requests)
+
+    #: multiple-choice scoring: contexts per forward pass, and the padded tokens a pass may hold
+    SCORE_BATCH = 32
+    SCORE_TOKENS = 8192
+
+    def _score_choices(self, variant: str, items: list[Item]) -> list[tuple[list[float], int]]:
+        """Each item's choice log-likelihoods under ``variant`` (the base with the adapters disabled, an adapter
+        as the active one), the context's prefix shared: one forward pass over a batch of contexts fills a
+        :class:`~transformers.DynamicCache`, whose rows are repeated once per choice
+        (``batch_select_indices``), and one pass over the choices' continuations reads the rest. Contexts are
+        batched by length (:attr:`SCORE_BATCH` contexts, :attr:`SCORE_TOKENS` padded tokens at most), right
+        padded: a continuation's position ids follow its own context, and the pads are masked. The base
+        variant of a resized vocabulary reads the base's vocabulary only."""
+        import contextlib
+
+        from ..base import encode_pair
+
+        model = self.model
+        if variant == "base" and self.adapters:
+            scope: Any = model.disable_adapter()
+        else:
+            scope = contextlib.nullcontext()
+            if variant != "base":
+                model.set_adapter(variant)
+        vocab = self.resize.base_size if self.resize is not None and variant not in self.vocab_resize else None
+        tok = self.tokenizer_for(variant)
+        # one unit per (item, distinct context): its context ids and (choice index, continuation ids)
+        units: list[tuple[int, list[int], list[tuple[int, list[int]]]]] = []
+        for n, item in enumerate(items):
+            t = item.target
+            for context in dict.fromkeys(t["contexts"]):
+                pairs = [(k, encode_pair(tok, context, t["continuations"][k]))
+                         for k, c in enumerate(t["contexts"]) if c == context]
+                units.append((n, pairs[0][1][0], [(k, cont) for k, (_, cont) in pairs]))
+        lls = [[0.0] * len(it.target["continuations"]) for it in items]
+        tokens = [0] * len(items)
+        order = sorted(range(len(units)), key=lambda u: -len(units[u][1]))
+        with scope, self.torch.inference_mode(), self._progress() as progress:
+            task = progress.add_task(f"hf · {len(items)} {variant} · multiple choice", total=len(items))
+            start = 0
+            while start < len(order):
+                width = len(units[order[start]][1])
+                size = max(1, min(self.SCORE_BATCH, self.SCORE_TOKENS // max(1, width)))
+                batch = [units[u] for u in order[start:start + size]]
+                start += size
+                for (n, ctx, conts), got in zip(batch, self._units_loglikelihood(model, batch, vocab)):
+                    for (k, cont), ll in zip(conts, got):
+                        lls[n][k] = ll
+                    tokens[n] += len(ctx) + sum(len(c) for _, c in conts)
+                progress.advance(task, len({n for n, _, _ in batch}))
+        return list(zip(lls, tokens))
+
+    def _units_loglikelihood(self, model: Any, units: list[tuple[int, list[int], list[tuple[int, list[int]]]]],
+                             vocab: int | None) -> list[list[float]]:
+        """Summed log-likelihoods of each unit's continuations after its context (``units``: (item index,
+        context ids, [(choice index, continuation ids)])), two forward passes for the batch."""
+        from transformers import DynamicCache
+
+        torch, dev = self.torch, self.device
+        pad = self.tokenizer.pad_token_id
+        lens = [len(ctx) for _, ctx, _ in units]
+        width = max(lens)
+        ctx_ids = torch.tensor([ctx + [pad] * (width - len(ctx)) for _, ctx, _ in units], device=dev)
+        ctx_mask = torch.tensor([[1] * n + [0] * (width - n) for n in lens], device=dev)
+        cache = DynamicCache(config=model.config)
+        first = model(input_ids=ctx_ids, attention_mask=ctx_mask, past_key_values=cache, use_cache=True).logits
+        head = first[torch.arange(len(units), device=dev), torch.tensor(lens, device=dev) - 1, :vocab]
+        head = head.float().log_softmax(-1)
+        out = [[float(head[u, cont[0]]) if cont else 0.0 for _, cont in conts] for u, (_, _, conts) in enumerate(units)]
+        rows = [(u, j, cont) for u, (_, _, conts) in enumerate(units) for j, (_, cont) in enumerate(conts)
+                if len(cont) > 1]
+        if not rows:
+            return out
+        more = max(len(cont) - 1 for _, _, cont in rows)
+        cache.batch_select_indices(torch.tensor([u for u, _, _ in rows], device=dev))
+        ids = torch.tensor([cont[:-1] + [pad] * (more - len(cont) + 1) for _, _, cont in rows], device=dev)
+        mask = torch.cat([ctx_mask[[u for u, _, _ in rows]],
+                          torch.tensor([[1] * (len(c) - 1) + [0] * (more - len(c) + 1) for _, _, c in rows],
+                                       device=dev)], dim=1)
+        positions = torch.tensor([[lens[u] + i for i in range(more)] for u, _, _ in rows], device=dev)
+        logp = model(input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
+                     use_cache=True).logits[..., :vocab].float().log_softmax(-1)
+        for r, (u, j, cont) in enumerate(rows):
+            target = torch.tensor(cont[1:], device=dev)
+            out[u][j] += float(logp[r, :len(cont) - 1].gather(-1, target[:, None]).sum())
+        return out
 
     def _generate_static(self, p: Any, split_small: bool, advance: Callable[[int], None]) -> None:
         """The static path: ``generate`` calls of ``batch_size`` items, every missing variant of an item in the

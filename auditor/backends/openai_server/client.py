@@ -174,7 +174,8 @@ class OpenAIBackend(CachedBackend):
         n = r.usage.completion_tokens if r.usage is not None else len(self.tokenizer(text)["input_ids"])
         return text, int(n)
 
-    def generate(self, requests: list[Request], split_small: bool = False, use_cache: bool = True) -> list[Generation]:
+    def generate_text(self, requests: list[Request], split_small: bool = False,
+                      use_cache: bool = True) -> list[Generation]:
         """Generate all requests; one Generation per request, same order.
 
         Raises:

@@ -226,7 +226,8 @@ class VLLMBackend(CachedBackend):
                                    lora_request=loras if self.adapters else None)
         return [self._decode(list(o.outputs[0].token_ids)) for o in outs]
 
-    def generate(self, requests: list[Request], split_small: bool = False, use_cache: bool = True) -> list[Generation]:
+    def generate_text(self, requests: list[Request], split_small: bool = False,
+                      use_cache: bool = True) -> list[Generation]:
         """Generate all requests; one Generation per request, same order.
 
         Every request the cache misses goes into one ``LLM.generate`` call
