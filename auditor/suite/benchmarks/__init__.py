@@ -3,8 +3,12 @@
 Each loader module here reads one standard benchmark file as published upstream and turns its
 records into *item rows*: plain dicts that :func:`auditor.suite.rows.item_from_row` takes (an
 ``id``, the fields a prompt template names, the scorer's gold fields, and ``meta`` with at least
-``source`` and ``benchmark``): :mod:`.ifeval`, :mod:`.gsm8k`, :mod:`.xstest`, :mod:`.mmlu_redux`.
-Each registers itself (:func:`~.benchmark.register`); a new benchmark is one new module.
+``source`` and ``benchmark``): :mod:`.ifeval`, :mod:`.gsm8k`, :mod:`.xstest`, :mod:`.mmlu_redux`; and, as rows
+for log-likelihood multiple-choice scoring (a context, its choices, the gold index: :mod:`.choice_rows`, built as
+lm-evaluation-harness's tasks build them), :mod:`.arc_easy`, :mod:`.arc_challenge`, :mod:`.piqa`,
+:mod:`.winogrande`, :mod:`.boolq`, :mod:`.copa`, :mod:`.openbookqa`, :mod:`.xcopa` (split ``test.<lang>`` /
+``validation.<lang>``) and :mod:`.hellaswag`. Each registers itself (:func:`~.benchmark.register`); a new
+benchmark is one new module.
 
 Where the data comes from: a local folder (``data_dir`` argument, else ``$AUDITOR_DATA_DIR``)
 holding the files under their upstream names or the flat names of the project's test copies
@@ -62,9 +66,11 @@ def load_benchmark(name: str, split: str | None = None, data_dir: str | Path | N
     """Read one split of a standard benchmark as item rows.
 
     Args:
-        name: a key of :data:`BENCHMARKS` (``ifeval``, ``gsm8k``, ``xstest``, ``mmlu_redux``).
+        name: a key of :data:`BENCHMARKS` (``ifeval``, ``gsm8k``, ``xstest``, ``mmlu_redux``, ``arc_easy``,
+            ``arc_challenge``, ``piqa``, ``winogrande``, ``boolq``, ``copa``, ``openbookqa``, ``xcopa``,
+            ``hellaswag``).
         split: the benchmark's split (default: its first); for ``xstest``
-            ``safe``, ``unsafe`` or ``all``.
+            ``safe``, ``unsafe`` or ``all``; for ``xcopa`` ``test.<lang>`` or ``validation.<lang>``.
         data_dir: local folder with the benchmark files (default
             ``$AUDITOR_DATA_DIR``). When set, the hub is never used.
         hub_id: hub dataset to fetch when there is no data dir (default: the
