@@ -367,7 +367,7 @@ class HFBackend(CachedBackend):
                 batch = [units[u] for u in order[start:start + size]]
                 start += size
                 for (n, ctx, conts), got in zip(batch, self._units_loglikelihood(model, batch, vocab)):
-                    for (k, cont), ll in zip(conts, got):
+                    for (k, _cont), ll in zip(conts, got):
                         lls[n][k] = ll
                     tokens[n] += len(ctx) + sum(len(c) for _, c in conts)
                 progress.advance(task, len({n for n, _, _ in batch}))
