@@ -1,5 +1,6 @@
-"""Hints the `audit` command gives a user of a transformers/TRL training run: an adapter refused on the default base
-names the embedded base its tensor shapes fit and the command that audits it there."""
+"""Two hints the `audit` command gives a user of a transformers/TRL training run: a Trainer's output_dir audited as
+its final adapter names the checkpoints beside it and the command that audits the run; an adapter refused on the
+default base names the embedded base its tensor shapes fit and the command that audits it there."""
 
 from __future__ import annotations
 
@@ -10,6 +11,50 @@ import pytest
 from conftest import ROOT, assert_one_line_error, write_adapter
 
 GEMMA_EXAMPLE = ROOT / "examples" / "gemma3-270m" / "math-arith-r8"
+
+
+def _output_dir(root, steps=(500, 1000, 1500)):
+    """A Trainer's output_dir after ``save_model()``: the final adapter at its top, ``checkpoint-N/`` folders (each
+    an adapter with its trainer_state.json) beside it."""
+    out = write_adapter(root / "out")
+    for step in steps:
+        ckpt = write_adapter(out / f"checkpoint-{step}", layers=2)
+        (ckpt / "trainer_state.json").write_text(json.dumps({"global_step": step}))
+    return out
+
+
+def test_the_note_names_the_checkpoints_and_the_command_that_audits_the_run(tmp_path):
+    from auditor.inspect.checkpoints import run_note
+
+    out = _output_dir(tmp_path)
+    assert run_note(str(out)) == (f"{out} also holds 3 checkpoints (checkpoint-500 … checkpoint-1500); this audit "
+                                  f"judges the final adapter only. To audit the run: audit {out} --checkpoints all")
+    two = _output_dir(tmp_path / "two", steps=(10, 20))
+    assert "also holds 2 checkpoints (checkpoint-10, checkpoint-20);" in run_note(str(two))
+    one = _output_dir(tmp_path / "one", steps=(7,))
+    assert "also holds 1 checkpoint (checkpoint-7);" in run_note(str(one))
+    # an adapter without checkpoint folders, its weights file, a checkpoint itself: nothing to say
+    assert run_note(str(write_adapter(tmp_path / "plain", layers=1))) == ""
+    assert run_note(str(out / "adapter_model.safetensors")) == ""
+    assert run_note(str(out / "checkpoint-500")) == ""
+
+
+@pytest.mark.slow
+def test_an_output_dir_audited_as_its_final_adapter_says_so_once_and_records_it(tmp_path, cli):
+    """The final adapter is audited (a small random LoRA on the default base, one knowledge item, no rounds): exit 0,
+    the default policy passes it (a policy verdict, not an input error: the note refuses nothing); the note is one
+    warning line on stderr and one of results.json's adapter warnings."""
+    out = _output_dir(tmp_path)
+    report = tmp_path / "report"
+    proc = cli(out, "--capability", "knowledge", "--limit", "1", "--budget", "0", "--out", report)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    note = (f"{out} also holds 3 checkpoints (checkpoint-500 … checkpoint-1500); this audit judges the final "
+            f"adapter only. To audit the run: audit {out} --checkpoints all")
+    assert [line for line in proc.stderr.splitlines() if "also holds" in line] == [f"warning: {note}"]
+    r = json.loads((report / "results.json").read_text())
+    assert r["adapter"]["path"] == str(out) and r["adapter"]["warnings"].count(note) == 1
+    assert note in r["verdict"]["warnings"]
+    assert not (report / "run.json").exists()  # the final adapter's audit, not the run's
 
 
 def _undeclared_gemma(tmp_path, declared):

@@ -31,6 +31,7 @@ from ..inspect import bin_adapter_file, choose_base, convert_bin_adapter, hub, i
 from ..inspect.adapter import Preflight
 from ..inspect.chat_template import MODES as TEMPLATE_MODES
 from ..inspect.chat_template import choose_templates, load_template_file
+from ..inspect.checkpoints import run_note
 from ..inspect.declared_base import embedded_fit_hint
 from ..inspect.weight_space import cached_weight_space
 from ..options import AuditOptions
@@ -179,11 +180,12 @@ def _run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print,
     templates, template_warnings = choose_templates(opts.chat_template, base.path, dict(zip(names, infos)),
                                                     opts.chat_template_args)
     infos, weight_space_s = _weight_space(infos, [pre.config for pre in checked], names, base.path, base_digest, log)
-    # an adapter whose declared base cannot be had (audited on the embedded default instead) is warned about
+    # an adapter whose declared base cannot be had (audited on the embedded default instead) is warned about, and
+    # one that is a Trainer's output_dir holding checkpoint-N folders (audited as its final adapter only)
     variants = [Variant(name=n, info=i,
                         warnings=(*([w] if (w := base_warnings.get(pre.folder / "adapter_config.json")) else []),
-                                  *template_warnings[n]))
-                for n, i, pre in zip(names, infos, checked)]
+                                  *template_warnings[n], *([note] if (note := run_note(a)) else [])))
+                for n, i, pre, a in zip(names, infos, checked, given)]
     for line in progress.setup_lines(base, variants):
         log(line)
 
