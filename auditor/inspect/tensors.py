@@ -75,6 +75,19 @@ def classify_tensors(weights: Path, tensors: list[AdapterTensor]) -> tuple[
     return lora, magnitudes, full, tokens
 
 
+def lora_fits(lora: dict[str, dict[str, AdapterTensor]], base_shapes: dict[str, tuple[int, int]]) -> bool:
+    """Whether every LoRA pair (:func:`classify_tensors`' first part, at least one) names a linear module of the base
+    the way PEFT names it, with ``lora_A`` ``[r, in]`` and ``lora_B`` ``[out, r]`` of that module's sizes."""
+    def fits(module: str, a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+        name = _strip_prefix(module)
+        if name is None or name not in base_shapes or len(a) != 2 or len(b) != 2:
+            return False
+        in_f, out_f = base_shapes[name]
+        return a[1] == in_f and b[0] == out_f and a[0] == b[1]
+
+    return bool(lora) and all(fits(m, tuple(p["lora_A"].shape), tuple(p["lora_B"].shape)) for m, p in lora.items())
+
+
 def _strip_prefix(module: str) -> str | None:
     return module[len(PEFT_PREFIX):] if module.startswith(PEFT_PREFIX) else None
 

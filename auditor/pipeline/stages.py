@@ -28,8 +28,11 @@ from ..cache import GenerationCache
 from ..cache.store import using_cache_dir
 from ..errors import AuditInputError
 from ..inspect import bin_adapter_file, choose_base, convert_bin_adapter, hub, inspect_adapter, preflight_adapter
+from ..inspect.adapter import Preflight
 from ..inspect.chat_template import MODES as TEMPLATE_MODES
 from ..inspect.chat_template import choose_templates, load_template_file
+from ..inspect.checkpoints import run_note
+from ..inspect.declared_base import embedded_fit_hint
 from ..inspect.weight_space import cached_weight_space
 from ..options import AuditOptions
 from ..policy import load_policy
@@ -96,6 +99,24 @@ def _weight_space(infos: list[AdapterRecord], configs: list[AdapterConfig], name
     return out, seconds
 
 
+def _inspected(pre: Preflight, base: BaseModel, opts: AuditOptions, converted_from: Path | None,
+               hub_record: dict[str, str] | None, shown: str) -> AdapterRecord:
+    """:func:`~auditor.inspect.inspect_adapter` of one adapter; refused on a base its tensors do not fit, the error
+    names the embedded base they fit, if one does, and the command that audits ``shown`` (as given) on it.
+
+    Raises:
+        AuditInputError: as :func:`~auditor.inspect.inspect_adapter`.
+    """
+    try:
+        return inspect_adapter(pre, base.path, base.name, opts.max_adapter_bytes, converted_from=converted_from,
+                               hub=hub_record)
+    except AuditInputError as e:
+        hint = embedded_fit_hint(pre.weights, pre.tensors, base.path, base.name, shown)
+        if not hint:
+            raise
+        raise AuditInputError(e.path, e.fault + hint) from None
+
+
 def run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print,
                stop_after: Callable[[AuditResult], bool] | None = None) -> list[AuditResult]:
     """Audit several adapters of one base against one base pass, with the cache ``opts.cache_dir`` names
@@ -146,9 +167,9 @@ def _run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print,
     if opts.chat_template not in TEMPLATE_MODES:  # a --chat-template FILE is checked now, before the pre-screen's SVDs
         load_template_file(opts.chat_template, base.path)
     base_digest = folder_digest(base.path)
-    infos = [inspect_adapter(pre, base.path, base.name, opts.max_adapter_bytes, converted_from=converted.get(a),
-                             hub=hub_of.get(str(pre.folder)))
-             for a, pre in zip(given, checked)]
+    shown = (*adapters, opts.baseline) if opts.baseline else tuple(adapters)  # as the user gave them
+    infos = [_inspected(pre, base, opts, converted.get(a), hub_of.get(str(pre.folder)), arg)
+             for a, arg, pre in zip(given, shown, checked)]
     # variant names: "adapter" for a single audit (what results.json has always said), adapter0.. for several,
     # "baseline" for the previously approved adapter
     names = ["adapter"] if len(adapters) == 1 else [f"adapter{k}" for k in range(len(adapters))]
@@ -159,11 +180,12 @@ def _run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print,
     templates, template_warnings = choose_templates(opts.chat_template, base.path, dict(zip(names, infos)),
                                                     opts.chat_template_args)
     infos, weight_space_s = _weight_space(infos, [pre.config for pre in checked], names, base.path, base_digest, log)
-    # an adapter whose declared base cannot be had (audited on the embedded default instead) is warned about
+    # an adapter whose declared base cannot be had (audited on the embedded default instead) is warned about, and
+    # one that is a Trainer's output_dir holding checkpoint-N folders (audited as its final adapter only)
     variants = [Variant(name=n, info=i,
                         warnings=(*([w] if (w := base_warnings.get(pre.folder / "adapter_config.json")) else []),
-                                  *template_warnings[n]))
-                for n, i, pre in zip(names, infos, checked)]
+                                  *template_warnings[n], *([note] if (note := run_note(a)) else [])))
+                for n, i, pre, a in zip(names, infos, checked, given)]
     for line in progress.setup_lines(base, variants):
         log(line)
 
