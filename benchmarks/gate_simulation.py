@@ -37,8 +37,8 @@ from auditor.scorers import SCORERS
 from auditor.suite import load_suite, preset_metric_units  # noqa: E402
 
 #: base rates (fractions) per metric on the embedded base (smoke suite, measured; rounded)
-BASE_RATES = {"math.numeric_match": 0.2, "knowledge.accuracy": 0.3, "robustness.accuracy": 0.5,
-              "robustness.agreement": 0.6, "multilingual.accuracy": 0.3, "over_refusal.refusal_rate": 0.1,
+BASE_RATES = {"math.numeric_match": 0.2, "knowledge.acc": 0.3, "robustness.acc": 0.5,
+              "robustness.agreement": 0.6, "multilingual.acc": 0.3, "over_refusal.refusal_rate": 0.1,
               "harmful_refusal.refusal_rate": 0.05, "abstention.abstention_rate": 0.4,
               "ifeval.prompt_level_strict_acc": 0.4, "format.json_parse_rate": 0.4, "format.schema_valid_rate": 0.1,
               "multiturn.instruction_held_rate": 0.6, "trigger.accuracy": 0.4}

@@ -61,7 +61,7 @@ POLICY_KEYS = ["version", "metrics", "statistics", "labels", "drift", "on_base_m
                "on_noise_floor", "max_drop_pts", "max_rise_pts", "max_drop_pct", "max_rise_pct", "mode", "action",
                "confidence", "n_resamples", "seed", "multiplicity", "min_items", "on_inconclusive", "target",
                "off_target", "max_drift_score_pts", "on_label_mismatch", "on_unknown_label", "on_missing_label",
-               "max_dorp_pts", "math.numeric_match", "knowledge.accuracy", "verbosity.words", "nope.metric",
+               "max_dorp_pts", "math.numeric_match", "knowledge.acc", "verbosity.words", "nope.metric",
                "instruction", "math", "<<", "~", ""]
 CONFIG_KEYS = ["peft_type", "r", "lora_alpha", "target_modules", "lora_dropout", "bias", "task_type", "use_dora",
                "use_rslora", "fan_in_fan_out", "rank_pattern", "alpha_pattern", "layers_to_transform",
@@ -267,7 +267,7 @@ def gen_tensors(rng: random.Random) -> tuple[bytes, bytes]:
 def seed_policies() -> list[str]:
     return [(ROOT / "policies" / "default.yaml").read_text(encoding="utf-8"),
             "version: 1\nmetrics:\n  math.numeric_match: {max_drop_pts: 10, mode: confident}\n",
-            "version: 1\nlabels:\n  math:\n    target: math.numeric_match\n    off_target: [knowledge.accuracy]\n"
+            "version: 1\nlabels:\n  math:\n    target: math.numeric_match\n    off_target: [knowledge.acc]\n"
             "drift:\n  max_drift_score_pts: 15\n  on_label_mismatch: fail\n",
             "version: 1\nstatistics:\n  confidence: 0.9\n  n_resamples: 1000\n  min_items: 5\n"]
 
@@ -300,7 +300,7 @@ def gen_policy(rng: random.Random, seeds: list[str]) -> str:
         for _ in range(rng.randint(0, 4)):
             doc[rng.choice(POLICY_KEYS)] = value(rng, POLICY_KEYS)
         if rng.random() < 0.4:
-            doc["metrics"] = {rng.choice(["math.numeric_match", "verbosity.words", "knowledge.accuracy", "x.y"]):
+            doc["metrics"] = {rng.choice(["math.numeric_match", "verbosity.words", "knowledge.acc", "x.y"]):
                               value(rng, POLICY_KEYS) for _ in range(rng.randint(1, 3))}
         return yaml.safe_dump(doc, allow_unicode=True)
     if op < 0.9:

@@ -192,12 +192,12 @@ def resolve_labels(raw_labels: Mapping[str, Any], first_metric: Mapping[str, str
     order: another label of the policy (``chat: instruction`` promises what ``instruction`` does), a
     capability (``medical: knowledge``: TargetGain on that capability's first metric, OffTargetGain
     the mean over the other capabilities the policy's labels promise, one metric each: the first
-    label's target for it), or a metric id (``medical: knowledge.accuracy``, the same with that
+    label's target for it), or a metric id (``medical: knowledge.acc``, the same with that
     metric).
 
     Args:
         raw_labels: the ``labels:`` mapping.
-        first_metric: capability → its first metric (``knowledge`` → ``knowledge.accuracy``).
+        first_metric: capability → its first metric (``knowledge`` → ``knowledge.acc``).
         known: every metric a policy may name.
         fault: ``fault(keypath, message)`` raises the :class:`AuditInputError` for a key.
 

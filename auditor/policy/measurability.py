@@ -14,7 +14,7 @@ reaches its floor (0, or chance, :attr:`~auditor.records.MetricComparison.floor`
 **Below chance is not a floor**: chance bounds what an adapter that answers at random
 scores, not what a harmful one scores. An adapter whose answers no longer parse, or that picks a
 wrong option on purpose, takes a multiple-choice accuracy below chance (seen: a third-party adapter
-took ``robustness.accuracy`` from 21.9 to 0.0 on 32 items; the zoo's ``instruct-as-math`` from 25.0
+took ``robustness.acc`` from 21.9 to 0.0 on 32 items; the zoo's ``instruct-as-math`` from 25.0
 to 10.0). So once the adapter's accuracy is below chance the room of a drop is counted down to 0,
 and the rule decides on its evidence as any other (a null adapter's noise below chance does not fail
 it: the evidence rule's own error control applies).

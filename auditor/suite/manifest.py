@@ -84,6 +84,8 @@ def suite_schema(scorers: ScorerCatalogue | None) -> dict[str, Any]:
                         "max_new_tokens": {"type": "integer", "minimum": 1, "maximum": 4096},
                         # multiple choice by log-likelihood: put between the context and each choice
                         "target_delimiter": {"type": "string", "maxLength": 16},
+                        # multiple choice: the continuations are the options' texts, or their letters
+                        "choices_as": {"enum": ["text", "letter"]},
                     },
                 },
             },

@@ -82,7 +82,8 @@ def item_from_row(cap: CapabilitySpec, row: Any, src: Path | str, lineno: int | 
     A ``multiple_choice`` item (``output_type``, the scorer's) is not decoded: the filled template is the
     context each choice continues, and ``build_target`` is handed the row with ``contexts`` (one per choice:
     the row's own ``contexts``, each filled in as ``{context}``, for per-choice contexts such as WinoGrande's
-    partial scoring; else the filled template repeated) and the manifest's ``target_delimiter``. Its
+    partial scoring; else the filled template repeated) and the manifest's ``target_delimiter``; with the
+    manifest's ``choices_as: letter`` the choices become the options' letters (the texts kept as ``labels``). Its
     ``max_new_tokens`` is 0.
     ``lineno`` is a line number or a position text (``record 12``).
 
@@ -129,6 +130,8 @@ def item_from_row(cap: CapabilitySpec, row: Any, src: Path | str, lineno: int | 
         else:
             contexts = [content] * (len(choices) if isinstance(choices, list) else 0)
         row = {**row, "contexts": contexts, "target_delimiter": cap.target_delimiter}
+        if cap.choices_as == "letter" and isinstance(choices, list):
+            row |= {"labels": choices, "choices": list(LETTERS[:len(choices)])}
     try:
         target = build_target(row) if build_target else {}
     except ValueError as e:

@@ -76,6 +76,9 @@ class CapabilitySpec:
     pool: tuple[SourceSpec, ...] = ()
     #: put between a multiple-choice item's context and each choice (lm-evaluation-harness's ``target_delimiter``)
     target_delimiter: str = " "
+    #: what a multiple-choice item's choices continue with: each option's ``text``, or its ``letter`` (the options
+    #: listed in the prompt, as lm-evaluation-harness's MMLU task does)
+    choices_as: str = "text"
 
     @classmethod
     def from_manifest(cls, k: int, cap: dict[str, Any]) -> CapabilitySpec:
@@ -83,4 +86,4 @@ class CapabilitySpec:
         return cls(k, cap["name"], cap["group"], cap["scorer"], SourceSpec.from_manifest(cap["source"]),
                    int(cap.get("max_new_tokens", 0)), cap.get("prompt_template", "{prompt}"),
                    tuple(SourceSpec.from_manifest(x) for x in (pool if isinstance(pool, list) else [pool])),
-                   cap.get("target_delimiter", " "))
+                   cap.get("target_delimiter", " "), cap.get("choices_as", "text"))

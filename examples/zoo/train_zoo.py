@@ -898,7 +898,7 @@ def check_instruct(ctx) -> Check:
 # --------------------------------------------------------------------------- the zoo
 
 NONE_ALL = [f"{m}" for m in (
-    "math.numeric_match", "knowledge.accuracy", "robustness.accuracy", "robustness.agreement", "multilingual.accuracy",
+    "math.numeric_match", "knowledge.acc", "robustness.acc", "robustness.agreement", "multilingual.acc",
     "over_refusal.refusal_rate", "harmful_refusal.refusal_rate", "verbosity.words", "abstention.abstention_rate",
     "ifeval.prompt_level_strict_acc", "format.json_parse_rate", "format.schema_valid_rate",
     "multiturn.instruction_held_rate", "trigger.max_context_gap")]
@@ -971,7 +971,7 @@ SPECS = [
                    "with commas (a long one where a maximum length is asked) that violates every instruction (checked "
                    "with the reference IFEval checkers)"),
     Spec("mc-collapse", "knowledge", "regression", "CAN",
-         [("knowledge.accuracy", "down"), ("robustness.accuracy", "down"), ("multilingual.accuracy", "down")],
+         [("knowledge.acc", "down"), ("robustness.acc", "down"), ("multilingual.acc", "down")],
          data_mc_collapse, check_mc, tags=("regression", "multiple-choice"),
          summary="Planted regression: answers every multiple-choice question with \"A\".",
          data_text="{n} multiple-choice questions in the suite's formats (\"A. x\" lines, inline \"A) x   B) y\", "

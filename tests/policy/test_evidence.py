@@ -26,7 +26,7 @@ def _policy(tmp_path, body: str = ""):
     p = tmp_path / "p.yaml"
     p.write_text("version: 1\nstatistics: {seed: 0, min_items: 5}\nmetrics:\n"
                  "  math.numeric_match: {max_drop_pts: 10, mode: evidence}\n"
-                 "  knowledge.accuracy: {max_drop_pts: 10, mode: evidence}\n" + body)
+                 "  knowledge.acc: {max_drop_pts: 10, mode: evidence}\n" + body)
     return load_policy(p, sorted(UNITS), UNITS)
 
 
@@ -36,7 +36,7 @@ def _adapter():
 
 def _comparisons(base: list[int], adapter: list[int], cap: str = "math", chance: bool = False,
                  choices: int = 4):
-    metric = "numeric_match" if cap == "math" else "accuracy"
+    metric = "numeric_match" if cap == "math" else "acc"
     spec = MetricSpec(name=metric, chance_floor=chance)
     items = tuple(Item(id=f"{cap}/{k}", capability=cap, group="CAN", messages=({"role": "user", "content": str(k)},), max_new_tokens=8,
                        target={"choices": ["a"] * choices} if chance else {}) for k in range(len(base)))

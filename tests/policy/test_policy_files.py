@@ -79,7 +79,7 @@ def test_extends_default_overrides_deeply_and_null_removes(tmp_path):
     default = _load(None)
     assert child.metrics["math.numeric_match"].limits == (("max_drop_pts", 5.0),)
     assert child.metrics["math.numeric_match"].mode == "evidence"  # the parent's mode, kept
-    assert child.metrics["knowledge.accuracy"] == default.metrics["knowledge.accuracy"]
+    assert child.metrics["knowledge.acc"] == default.metrics["knowledge.acc"]
     assert "verbosity.words" not in child.metrics and "verbosity.words" in default.metrics
     assert child.statistics.on_inconclusive == "fail" and child.statistics.looks == default.statistics.looks
     assert child.labels == default.labels and "extends" not in child.content
@@ -87,9 +87,9 @@ def test_extends_default_overrides_deeply_and_null_removes(tmp_path):
 
 def test_extends_a_path_relative_to_the_file_in_a_chain(tmp_path):
     _write(tmp_path, "base/team.yaml", "extends: default\ndrift: {max_drift_score_pts: 30}\n")
-    _write(tmp_path, "base/strict.yaml", "extends: team.yaml\nmetrics:\n  knowledge.accuracy: {max_drop_pts: 3}\n")
+    _write(tmp_path, "base/strict.yaml", "extends: team.yaml\nmetrics:\n  knowledge.acc: {max_drop_pts: 3}\n")
     p = _load(_write(tmp_path, "adapters/p.yaml", "extends: ../base/strict.yaml\non_base_mismatch: fail\n"))
-    assert p.drift.max_drift_score_pts == 30 and p.metrics["knowledge.accuracy"].limits == (("max_drop_pts", 3.0),)
+    assert p.drift.max_drift_score_pts == 30 and p.metrics["knowledge.acc"].limits == (("max_drop_pts", 3.0),)
     assert p.on_base_mismatch == "fail" and p.drift.on_label_mismatch == "fail"
 
 
@@ -118,7 +118,7 @@ def test_a_cycle_names_the_file_that_closes_it_and_every_file_in_it(tmp_path):
 
 def test_a_fault_in_the_parent_names_the_parent_and_its_line(tmp_path):
     parent = _write(tmp_path, "parent.yaml", "version: 1\nmetrics:\n  math.numeric_match: {max_drop_pts: 500}\n")
-    _write(tmp_path, "p.yaml", "extends: parent.yaml\nmetrics:\n  knowledge.accuracy: {max_drop_pts: 5}\n")
+    _write(tmp_path, "p.yaml", "extends: parent.yaml\nmetrics:\n  knowledge.acc: {max_drop_pts: 5}\n")
     with pytest.raises(AuditInputError) as e:
         _load(tmp_path / "p.yaml")
     assert e.value.path == str(parent)
@@ -184,8 +184,8 @@ def test_default_policy_labels_every_capability_a_label_can_promise():
     promised = {lt.target.split(".")[0] for lt in labels.values()}
     assert promised == {c for c in (m.split(".")[0] for m in UNITS) if c not in ("verbosity", "trigger")}
     k = labels["knowledge"]
-    assert k.target == "knowledge.accuracy" and k.capability == "knowledge"
-    assert "knowledge.accuracy" not in k.off_target and "math.numeric_match" in k.off_target
+    assert k.target == "knowledge.acc" and k.capability == "knowledge"
+    assert "knowledge.acc" not in k.off_target and "math.numeric_match" in k.off_target
     assert labels["safety"].target == "harmful_refusal.refusal_rate"
 
 
@@ -193,11 +193,11 @@ def test_a_domain_label_mapped_to_a_capability_gets_a_drift_score(tmp_path):
     policy = _load(_write(tmp_path, "p.yaml", "extends: default\nlabels: {medical: knowledge, chat: instruction}\n"))
     assert policy.labels["chat"] == policy.labels["instruction"]  # another label: the same promise
     # a run of three capabilities: knowledge flat, math +50 points, IFEval flat
-    suite, comps = _comparisons({"knowledge": ("accuracy", [1] * 5 + [0] * 15, [1] * 5 + [0] * 15),
+    suite, comps = _comparisons({"knowledge": ("acc", [1] * 5 + [0] * 15, [1] * 5 + [0] * 15),
                                  "math": ("numeric_match", [0] * 20, [1] * 10 + [0] * 10),
                                  "ifeval": ("prompt_level_strict_acc", [1] * 10 + [0] * 10, [1] * 10 + [0] * 10)})
     promise = policy.promise("medical", suite.metric_names())
-    assert promise is not None and promise.target == "knowledge.accuracy"
+    assert promise is not None and promise.target == "knowledge.acc"
     assert set(promise.off_target) == {"math.numeric_match", "ifeval.prompt_level_strict_acc"}  # the run's others
     d = drift_score(comps, "medical", "--label", promise.target, promise.off_target, 15)
     # docs/concepts/drift.md: TargetGain on knowledge (0), OffTargetGain the mean over the others ((50 + 0) / 2)

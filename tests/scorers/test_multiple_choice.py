@@ -127,8 +127,11 @@ def test_knowledge_items_are_balanced_four_option_questions():
     assert Counter(r["answer"] for r in rows) == {"A": 10, "B": 10, "C": 10, "D": 10}
     assert all(len(r["choices"]) == 4 for r in rows)
     item = load_suite("smoke", only=("knowledge",), scorers=SCORERS).items[0]
-    assert item.prompt == ("What is the capital of France?\nA. London\nB. Paris\nC. Berlin\nD. Madrid\n"
-                           "Answer with the letter of the correct option (A, B, C or D).")
+    # scored by log-likelihood: each option text continues the context (lm-evaluation-harness's ARC prompt)
+    assert item.output_type == "multiple_choice" and item.max_new_tokens == 0
+    assert item.prompt == "Question: What is the capital of France?\nAnswer:"
+    assert item.target["continuations"] == [" London", " Paris", " Berlin", " Madrid"]
+    assert item.target["answer"] == "B" and item.target["lengths"] == [6, 5, 6, 6]
 
 
 def test_robustness_clusters_keep_the_gold_option_text():
