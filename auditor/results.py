@@ -25,9 +25,11 @@ from .records import (
     Verdict,
 )
 from .records.plain import from_plain, to_plain
+from .records.vocab import OutputType
 
-#: results.json's ``schema_version`` (the shipped schema's version); 6: rules carry ``rule_id``, ``kind``, ``metric``
-RESULTS_SCHEMA_VERSION = 6
+#: results.json's ``schema_version`` (the shipped schema's version); 6: rules carry ``rule_id``, ``kind``, ``metric``;
+#: 7: items carry ``output_type`` (a multiple-choice item scored by log-likelihood has ``max_new_tokens`` 0)
+RESULTS_SCHEMA_VERSION = 7
 
 _OMIT = {"omit_none": True}
 
@@ -94,6 +96,9 @@ class ItemRecord:
     rendered_prompt: str
     messages: tuple[Mapping[str, str], ...] = ()
     max_new_tokens: int = 1
+    #: how the item was answered: ``generate_until`` (decoded) or ``multiple_choice`` (each choice's
+    #: log-likelihood, in the answers' ``detail.loglikelihoods``; no token generated)
+    output_type: OutputType = "generate_until"
     target: Any = field(default_factory=dict)
     meta: Mapping[str, Any] = field(default_factory=dict)
     base: Answer | None = None

@@ -36,7 +36,7 @@ def test_a_good_adapter_passes_the_default_policy(pair):
     r = _results(out, "math-good")
     assert r["verdict"]["verdict"] == "pass"
     assert not [x["rule"] for x in r["verdict"]["rules"] if x["outcome"] == "fail"]
-    assert r["drift"]["label"] == "math"
+    assert r["drift"]["label"] == "math" and r["drift"]["mismatch"] is False
 
 
 def test_a_mislabelled_adapter_fails_the_default_policy(pair):
@@ -48,6 +48,22 @@ def test_a_mislabelled_adapter_fails_the_default_policy(pair):
     # trained on terse one-line answers: it stops holding a turn-1 instruction by turn 3
     assert "multiturn.instruction_held_rate: max drop" in failing
     assert r["drift"]["label"] == "instruction"
+    # the label mismatch is decided on evidence on this machine's numeric path, and said because it is
+    (rule,) = [x for x in r["verdict"]["rules"] if x["rule"] == "nominal label: DriftScore"]
+    assert rule["decision"] == "fail" and r["drift"]["ci_low_pts"] > 0 and r["drift"]["mismatch"] is True
+
+
+def test_the_demo_pair_scores_multiple_choice_by_log_likelihood(pair):
+    _, out = pair
+    r = _results(out, "math-good")
+    knowledge = [it for it in r["items"] if it["capability"] == "knowledge"]
+    assert knowledge and all(it["max_new_tokens"] == 0 and it["base"]["n_tokens"] == 0 for it in knowledge)
+    assert all(len(it["base"]["detail"]["loglikelihoods"]) == len(it["target"]["choices"]) for it in knowledge)
+    # what the embedded base can show: knowledge, robustness and multilingual are measurable by log-likelihood
+    decisions = {x["rule"]: x["decision"] for x in r["verdict"]["rules"] if x.get("decision")}
+    for rule in ("knowledge.acc: max drop", "robustness.acc: max drop", "robustness.agreement: max drop",
+                 "multilingual.acc: max drop"):
+        assert decisions[rule] != "not_measurable", rule
 
 
 @pytest.mark.window  # the window's real audit (scripts/window.sh)

@@ -163,7 +163,7 @@ def _item_records(variant: str, ev: Evidence) -> tuple[ItemRecord, ...]:
         own = {name: p for name, v in others.items() if (p := gen_of[(it.id, v)].prompt) != prompt}
         rows.append(ItemRecord(
             id=it.id, capability=it.capability, group=it.group, prompt=it.prompt, rendered_prompts=own or None,
-            rendered_prompt=prompt, messages=it.messages, max_new_tokens=it.max_new_tokens,
+            rendered_prompt=prompt, messages=it.messages, max_new_tokens=it.max_new_tokens, output_type=it.output_type,
             target=it.target, meta=it.meta, base=answer((it.id, "base")), adapter=answer((it.id, variant)),
             baseline=answer((it.id, "baseline")) if (it.id, "baseline") in gen_of else None,
             round=ev.item_round.get(it.id, 1)))

@@ -258,6 +258,8 @@ def one_result(run: Run, variant: Variant, adapter_gens: list[Generation], log: 
             prev_scores += score_all(new_items, prev_new, run.scorer_of)
         suite = replace(suite, items=(*suite.items, *new))
         item_round.update({i.id: look for i in new})
+    # "label mismatch" is the DriftScore rule's decision, not the point estimate beside its limit
+    drift = replace(drift, mismatch=any(r.kind == "drift" and r.decision == "fail" for r in verdict.rules))
     ev = Evidence(suite=suite, generations=tuple(generations), scores=tuple(scores), comparisons=tuple(comparisons),
                   drift=drift, verdict=verdict,
                   baseline_comparisons=None if prev_comparisons is None else tuple(prev_comparisons),

@@ -92,7 +92,8 @@ class DriftResult:
     ``OffTargetGain`` the mean of that gain over the off-target metrics (a
     metric where lower is better enters with its sign flipped, so a gain is
     always an improvement), ``DriftScore = OffTargetGain − TargetGain``.
-    All three in **points**.
+    All three in **points**. ``mismatch`` is what the policy's DriftScore rule decided: true only when
+    that rule fails (beyond the limit on evidence, in its mode), not a point estimate above the limit.
     """
 
     label: str | None

@@ -100,7 +100,7 @@ FIELDS: dict[str, dict[str, Any]] = {
     "ItemRecord.rendered_prompts": {"description": "variant (adapter, baseline) -> its prompt, for the variants "
                                     "whose chat template rendered another than rendered_prompt"},
     "ItemRecord.messages": {"items": {"required": ["role", "content"]}},
-    "ItemRecord.max_new_tokens": POSITIVE, "ItemRecord.round": POSITIVE,
+    "ItemRecord.max_new_tokens": COUNT, "ItemRecord.round": POSITIVE,
     "NoiseFloor.n_items": COUNT, "NoiseFloor.batch_sizes": {"minItems": 2, "maxItems": 2},
     "NoiseFloor.n_differ": COUNT, "NoiseFloor.n_score_differ": COUNT,
     "StatisticsRecord.confidence": CONFIDENCE, "StatisticsRecord.n_resamples": POSITIVE,

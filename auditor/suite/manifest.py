@@ -317,7 +317,8 @@ def load_suite(name_or_path: str, limit: int | None = None, only: tuple[str, ...
         items.extend(item_from_row(cap, row, src, pos, build_target=scorer.build_target,
                                    output_type=scorer.output_type) for pos, row in rows)
         caps.append(Capability(name=cap.name, group=cap.group, scorer=cap.scorer, metrics=scorer.metrics,
-                               build_target=scorer.build_target, output_type=scorer.output_type))
+                               build_target=scorer.build_target,
+                               output_type="multiple_choice" if scorer.output_type == "multiple_choice" else "generate_until"))
         sources.append(record)
     all_metrics = tuple(f"{c.name}.{m.name}" for c in specs for m in _metrics(scorers, c.scorer))
     units = {f"{c.name}.{m.name}": m.unit for c in specs for m in _metrics(scorers, c.scorer)}

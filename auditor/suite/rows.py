@@ -99,6 +99,9 @@ def item_from_row(cap: CapabilitySpec, row: Any, src: Path | str, lineno: int | 
     if "options" not in row and isinstance(choices, list) and all(isinstance(c, str) for c in choices) \
             and len(choices) <= len(LETTERS):
         fields["options"] = format_options(choices)
+    own_contexts = row.get("contexts") if output_type == "multiple_choice" else None
+    if isinstance(own_contexts, list) and own_contexts and "context" not in fields:
+        fields["context"] = own_contexts[0]  # (each is filled in below)
     try:
         local = local_id(row)
         content = template.format(**fields)
