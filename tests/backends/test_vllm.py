@@ -440,7 +440,9 @@ def test_vllm_loglikelihoods_agree_with_hf_for_the_base_and_an_adapter(vllm_logl
         assert check["tolerance"] == {"per_token": per_token, "flat": flat} and check["picks_differ"] == 0
     assert r["run_info"] == r["ll_check"]
     # with LoRA enabled, one prompt per LLM.generate call (vllm#16576, #29955): 12 + 2 choices per variant
-    assert r["calls"] == [{"base": 15, "one_prompt_per_call": 1}, {"adapter": 15, "one_prompt_per_call": 1}]
+    assert r["calls"] == [{"variant": "base", "prompts": 15, "calls": 15}, {"variant": "adapter", "prompts": 15,
+                                                                               "calls": 15}]
+    assert r["generate_calls"] == []  # generation's record (run.vllm.generate_calls) is not touched
     assert all(n > 0 for n in r["scored_tokens"])
 
 

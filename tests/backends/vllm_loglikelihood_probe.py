@@ -58,7 +58,7 @@ def main(adapter: Path, dtype: str) -> None:
     except AuditInputError as e:
         refusal = e.one_line()
     print(json.dumps({"vllm": got, "hf": ref, "scored_tokens": [g.scored_tokens for g in gens],
-                      "ll_check": checks, "calls": vllm.calls, "run_info": recorded,
+                      "ll_check": checks, "calls": vllm.scoring_calls, "generate_calls": vllm.calls, "run_info": recorded,
                       "refusal": refusal}))
 
 

@@ -151,6 +151,8 @@ class VLLMBackend(CachedBackend):
         self.self_check_result: dict[str, Any] | None = None
         #: variant → the log-likelihood self-check's figures (:meth:`check_loglikelihoods`), once it was scored
         self.ll_check: dict[str, dict[str, Any]] = {}
+        #: one entry per multiple-choice scoring of a variant: its prompts and the ``LLM.generate`` calls they took
+        self.scoring_calls: list[dict[str, Any]] = []
         self._hf_reference: Any = None
 
     @classmethod
@@ -352,6 +354,7 @@ class VLLMBackend(CachedBackend):
                 "lora_name": name, "lora_int_id": lora_id, "engine_args": self.engine_args,
                 "settings": self.fitted.record if self.fitted else None,
                 "generate_calls": self.calls, "self_check": self.self_check_result,
+                "loglikelihood_calls": self.scoring_calls,
                 "loglikelihood_check": {v: self.ll_check[v] for v in ("base", variant) if v in self.ll_check} or None}
 
     # ------------------------------------------------------------------ multiple choice by log-likelihood
@@ -400,7 +403,7 @@ class VLLMBackend(CachedBackend):
         params = SamplingParams(temperature=0.0, max_tokens=1, prompt_logprobs=0, detokenize=False)
         prompts = [TokensPrompt(prompt_token_ids=r) for r in rows]
         if not self.adapters:
-            self.calls.append({variant: len(rows)})
+            self.scoring_calls.append({"variant": variant, "prompts": len(rows), "calls": 1})
             outs = self.model.generate(prompts, params, use_tqdm=self.show_progress and sys.stderr.isatty())
         else:
             # with LoRA enabled, vLLM maps the logits' LoRA per request, not per prompt token: several requests'
@@ -413,7 +416,7 @@ class VLLMBackend(CachedBackend):
                 for prompt in prompts:
                     outs.extend(self.model.generate([prompt], params, use_tqdm=False, lora_request=lora))
                     progress.advance(task)
-            self.calls.append({variant: len(rows), "one_prompt_per_call": 1})
+            self.scoring_calls.append({"variant": variant, "prompts": len(rows), "calls": len(rows)})
         out: list[tuple[list[float], int]] = []
         k = 0
         for item, item_pairs in zip(items, pairs):
