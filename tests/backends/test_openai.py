@@ -149,3 +149,109 @@ def test_server_side_refusals_are_one_line_with_the_servers_reason(vllm_server, 
     line = e.value.one_line()
     assert "HTTP 404: model 'terse-unloaded' is not loaded on the server (" in line, line
     assert "--lora-modules" in line
+
+
+# --- multiple choice by log-likelihood -------------------------------------------------------------------------
+
+def _mc_items():
+    """Real multiple-choice items: the vLLM test's (shared contexts, and one with a context per choice)."""
+    from vllm_loglikelihood_probe import items
+
+    return [it for it in items() if it.id in ("mc/0", "mc/2", "mc/partial")]
+
+
+@pytest.mark.slow
+def test_loglikelihoods_through_a_real_vllm_server_agree_with_hf(vllm_server, base_model):
+    """Echoed prompt log-probabilities from `vllm serve` (fp32, LoRA enabled): the same numbers as the hf
+    backend's for the base and the terse adapter, within 1e-2 nats (measured: about 1e-4), and the same picks."""
+    from auditor.backends.hf.backend import HFBackend
+    from auditor.records import Request
+
+    items = _mc_items()
+    backend = OpenAIBackend(base_model.path, {"adapter": (TERSE, "a" * 64)}, endpoint=vllm_server,
+                            served_names={"adapter": "terse"}, max_retries=0)
+    backend.show_progress = False
+    gens = backend.loglikelihoods([Request(item=it, variant=v) for v in ("base", "adapter") for it in items],
+                                  use_cache=False)
+    got = {v: [list(g.loglikelihoods or ()) for g in gens if g.variant == v] for v in ("base", "adapter")}
+    hf = HFBackend(base_model.path, {"adapter": (TERSE, "a" * 64)}, dtype="float32", device="cpu")
+    hf.show_progress = False
+    for v in ("base", "adapter"):
+        for it, lls, (want, n) in zip(items, got[v], hf._score_choices(v, items), strict=True):
+            assert max(abs(a - b) for a, b in zip(lls, want, strict=True)) < 1e-2, (v, it.id, lls, want)
+            assert lls.index(max(lls)) == want.index(max(want))
+            assert next(g.scored_tokens for g in gens if g.item_id == it.id and g.variant == v) == n
+    # the LoRA was applied by the server
+    assert got["base"] != got["adapter"]
+    assert backend.stats.scored == {"base": 3, "adapter": 3}
+    # the log-likelihoods' cache key holds the server and its served names
+    assert backend.loglikelihood_settings()["served"]["adapter"][0] == "terse"
+
+
+class _Server:
+    """A real HTTP server in a thread that speaks a little of the OpenAI API: its model list, and completions
+    answered by ``reply(body) -> (status, json)``: a server without prompt log-probabilities."""
+
+    def __init__(self, reply):
+        import http.server
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _send(self, status, obj):
+                data = json.dumps(obj).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                self._send(200, {"object": "list", "data": [{"id": "smol", "object": "model", "owned_by": "x"}]})
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                self._send(*reply(body))
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _completion(logprobs):
+    return 200, {"id": "c", "object": "text_completion", "created": 0, "model": "smol",
+                 "choices": [{"index": 0, "text": "x", "finish_reason": "length", "logprobs": logprobs}],
+                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+
+
+@pytest.mark.parametrize("kind", ["refused", "no_logprobs", "null_token_logprobs"])
+def test_a_server_without_prompt_logprobs_is_one_line(base_model, kind):
+    from auditor.records import Request
+
+    replies = {"refused": lambda body: (400, {"error": {"message": "echo is not supported", "type": "invalid"}}),
+               "no_logprobs": lambda body: _completion(None),
+               "null_token_logprobs": lambda body: _completion({"tokens": None, "token_logprobs": None,
+                                                                "top_logprobs": None, "text_offset": None})}
+    seen: list[dict] = []
+    server = _Server(lambda body: (seen.append(body), replies[kind](body))[1])
+    try:
+        backend = OpenAIBackend(base_model.path, None, endpoint=server.url, max_retries=0)
+        backend.show_progress = False
+        with pytest.raises(AuditInputError) as e:
+            backend.loglikelihoods([Request(item=_mc_items()[0], variant="base")], use_cache=False)
+    finally:
+        server.close()
+    line = e.value.one_line()
+    assert line.startswith(f"{server.url}: the server does not return prompt log-probabilities (completions with "
+                           "echo and logprobs): "), line
+    assert line.endswith("; multiple-choice capabilities need --backend hf or a vLLM server") and "\n" not in line
+    assert ("HTTP 400: echo is not supported" in line) == (kind == "refused")
+    # what was asked: the pair's token ids, echoed, with log-probabilities
+    assert seen[0]["echo"] is True and seen[0]["logprobs"] == 1 and seen[0]["max_tokens"] == 1
+    assert isinstance(seen[0]["prompt"], list) and all(isinstance(t, int) for t in seen[0]["prompt"])

