@@ -6,15 +6,15 @@ dir's names, and bad files."""
 from __future__ import annotations
 
 import bz2
-import csv
 import json
 import re
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SHARED, needs_shared
+from conftest import ROOT, SHARED, needs_shared
 
 from auditor.errors import AuditInputError
 from auditor.suite.benchmarks import BENCHMARKS, load_benchmark
@@ -26,6 +26,9 @@ from auditor.suite.benchmarks.openbookqa import read_openbookqa
 from auditor.suite.benchmarks.piqa import read_piqa
 from auditor.suite.benchmarks.winogrande import read_winogrande
 from auditor.suite.benchmarks.xcopa import XCOPA_CONNECTORS, read_xcopa
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from lmeval_agreement import harness_docs, harness_task  # noqa: E402  (benchmarks/: lm-evaluation-harness's side)
 
 DATA = SHARED / "data"
 MC = DATA / "mc"
@@ -52,37 +55,7 @@ def _rows(name: str, split: str | None = None) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- hub-shaped records of the local files
 def hub_docs(name: str, split: str) -> list[dict[str, Any]]:
     """The local file's records as the hub dataset lm-evaluation-harness reads holds them (its fields and types)."""
-    if name in ("arc_easy", "arc_challenge"):
-        file = MC / name / ("ARC-Easy-Test.jsonl" if name == "arc_easy" else "ARC-Challenge-Test.jsonl")
-        return [{"id": r["id"], "question": r["question"]["stem"], "answerKey": r["answerKey"],
-                 "choices": {"text": [c["text"] for c in r["question"]["choices"]],
-                             "label": [c["label"] for c in r["question"]["choices"]]}} for r in _jsonl(file)]
-    if name == "piqa":
-        labels = (MC / "piqa" / "valid-labels.lst").read_text().split()
-        return [{**r, "label": int(y)} for r, y in zip(_jsonl(MC / "piqa" / "valid.jsonl"), labels, strict=True)]
-    if name == "boolq":  # SuperGLUE's label: 0 False, 1 True
-        return [{**r, "label": int(r["label"] == "true")} for r in _jsonl(MC / "boolq" / "val.jsonl")]
-    if name == "openbookqa":
-        with (MC / "openbookqa" / "test.tsv").open(encoding="utf-8", newline="") as f:
-            table = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1:]
-        docs = []
-        for rid, stem, choices, _, key in table:
-            parts = re.split(r"\(([A-D])\) ", choices)
-            docs.append({"id": rid, "question_stem": stem, "answerKey": key,
-                         "choices": {"text": [t.strip() for t in parts[2::2]], "label": parts[1::2]}})
-        return docs
-    if name == "hellaswag":  # the text form has ctx (ctx_a + " " + ctx_b) only: all of it as ctx_a
-        lines = bz2.decompress((MC / "hellaswag" / "hellaswag_val_full.txt.bz2").read_bytes()).decode().split("\n")
-        docs = []
-        for k in range(0, len(lines) - 1, 6):
-            activity, _, ctx = lines[k].partition(": ")
-            docs.append({"ind": k // 6, "activity_label": activity, "ctx_a": ctx, "ctx_b": "", "ctx": ctx,
-                         "endings": lines[k + 2:k + 6], "label": lines[k + 1]})
-        return docs
-    if name == "xcopa":
-        part, lang = split.split(".")
-        return _jsonl(MC / "xcopa" / f"{'val' if part == 'validation' else part}.{lang}.jsonl")
-    return _jsonl(MC / name / ("dev.jsonl" if name == "winogrande" else "val.jsonl"))  # winogrande, copa
+    return harness_docs(name, split, Path(load_benchmark(name, split, DATA).origin))
 
 
 # --------------------------------------------------------------------------- counts, golds, references
@@ -183,20 +156,11 @@ def harness_requests(task_yaml: str, docs: list[dict[str, Any]], tmp_path: Path
                      ) -> list[tuple[list[tuple[str, str]], int]]:
     """(the (context, continuation) pairs lm-evaluation-harness's task sends for zero-shot, its gold index) per
     doc, the task built from its installed yaml on ``docs`` as a local json dataset (nothing downloaded)."""
-    import lm_eval
-    from lm_eval.api.task import ConfigurableTask
-    from lm_eval.tasks._yaml_loader import load_yaml
-
-    cfg = load_yaml(Path(lm_eval.__file__).parent / "tasks" / task_yaml)
-    f = tmp_path / f"{cfg['task']}.jsonl"
-    f.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8")
-    cfg.update(dataset_path="json", dataset_name=None, training_split=None, validation_split=None, test_split="test",
-               dataset_kwargs={"data_files": {"test": str(f)}, "cache_dir": str(tmp_path / "hf_cache")})
-    task = ConfigurableTask(config=cfg)
+    task = harness_task(task_yaml, docs, tmp_path)
     out = []
     for doc in task.eval_docs:
         ctx = task.fewshot_context(doc, 0)
-        args = [r.arguments for r in task.construct_requests(doc, ctx, metadata=(cfg["task"], 0, 1))]
+        args = [r.arguments for r in task.construct_requests(doc, ctx, metadata=(task.config.task, 0, 1))]
         gold = task.doc_to_text(doc) if task.multiple_input else task.doc_to_target(doc)
         if isinstance(gold, str):  # COPA's target is the gold choice's text: its index, as the task scores it
             gold = task.doc_to_choice(doc).index(gold)
