@@ -386,7 +386,8 @@ class HFBackend(CachedBackend):
         ctx_ids = torch.tensor([ctx + [pad] * (width - len(ctx)) for _, ctx, _ in units], device=dev)
         ctx_mask = torch.tensor([[1] * n + [0] * (width - n) for n in lens], device=dev)
         cache = DynamicCache(config=model.config)
-        first = model(input_ids=ctx_ids, attention_mask=ctx_mask, past_key_values=cache, use_cache=True).logits
+        # (no mask: the pads follow every context's real tokens, which the causal mask keeps them from)
+        first = model(input_ids=ctx_ids, past_key_values=cache, use_cache=True).logits
         head = first[torch.arange(len(units), device=dev), torch.tensor(lens, device=dev) - 1, :vocab]
         head = head.float().log_softmax(-1)
         out = [[float(head[u, cont[0]]) if cont else 0.0 for _, cont in conts] for u, (_, _, conts) in enumerate(units)]
