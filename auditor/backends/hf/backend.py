@@ -386,9 +386,13 @@ class HFBackend(CachedBackend):
         ctx_ids = torch.tensor([ctx + [pad] * (width - len(ctx)) for _, ctx, _ in units], device=dev)
         ctx_mask = torch.tensor([[1] * n + [0] * (width - n) for n in lens], device=dev)
         cache = DynamicCache(config=model.config)
-        # (no mask: the pads follow every context's real tokens, which the causal mask keeps them from)
-        first = model(input_ids=ctx_ids, past_key_values=cache, use_cache=True).logits
-        head = first[torch.arange(len(units), device=dev), torch.tensor(lens, device=dev) - 1, :vocab]
+        # (no mask: the pads follow every context's real tokens, which the causal mask keeps them from; the
+        # logits of each context's last position only: ``logits_to_keep`` as a tensor of positions)
+        last = sorted({n - 1 for n in lens})
+        first = model(input_ids=ctx_ids, past_key_values=cache, use_cache=True,
+                      logits_to_keep=torch.tensor(last, device=dev)).logits
+        head = first[torch.arange(len(units), device=dev), torch.tensor([last.index(n - 1) for n in lens], device=dev),
+                     :vocab]
         head = head.float().log_softmax(-1)
         out = [[float(head[u, cont[0]]) if cont else 0.0 for _, cont in conts] for u, (_, _, conts) in enumerate(units)]
         rows = [(u, j, cont) for u, (_, _, conts) in enumerate(units) for j, (_, cont) in enumerate(conts)
@@ -402,11 +406,12 @@ class HFBackend(CachedBackend):
                           torch.tensor([[1] * (len(c) - 1) + [0] * (more - len(c) + 1) for _, _, c in rows],
                                        device=dev)], dim=1)
         positions = torch.tensor([[lens[u] + i for i in range(more)] for u, _, _ in rows], device=dev)
-        logp = model(input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
-                     use_cache=True).logits[..., :vocab].float().log_softmax(-1)
+        logits = model(input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
+                       use_cache=True).logits[..., :vocab]
         for r, (u, j, cont) in enumerate(rows):
+            row = logits[r, :len(cont) - 1].float()  # log p(token) = its logit − logsumexp over the vocabulary
             target = torch.tensor(cont[1:], device=dev)
-            out[u][j] += float(logp[r, :len(cont) - 1].gather(-1, target[:, None]).sum())
+            out[u][j] += float((row.gather(-1, target[:, None])[:, 0] - row.logsumexp(-1)).sum())
         return out
 
     def _generate_static(self, p: Any, split_small: bool, advance: Callable[[int], None]) -> None:
