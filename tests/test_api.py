@@ -17,7 +17,7 @@ def test_audit_through_the_python_api_returns_the_typed_result(tmp_path):
                    out=tmp_path / "report", log=lines.append)
     assert isinstance(result, AuditResult)
     assert result.verdict.verdict in ("pass", "fail") and result.passed == (result.verdict.verdict == "pass")
-    assert [c.metric for c in result.comparisons] == ["math.numeric_match", "knowledge.acc"]
+    assert [c.metric for c in result.comparisons] == ["math.numeric_match", "knowledge.acc", "knowledge.acc_norm"]
     math = result.comparisons[0]
     assert math.n_items == 4 and 0 <= math.base <= 1 and math.delta == pytest.approx(100 * (math.adapter - math.base))
     assert result.drift.label == "math" and result.drift.label_source == "model card"

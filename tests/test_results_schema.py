@@ -244,7 +244,7 @@ def _delete(path: str) -> Callable[[Any], None]:
     (_set("run.new_tokens", {"adapter7": 1}), "run.new_tokens", "'adapter7' is not one of"),
     (_set("run.rounds.0.look", 0), "run.rounds.0.look", "less than the minimum of 1"),
     (_set("base.reason", "because"), "base.reason", "does not match"),
-    (_set("schema_version", 5), "schema_version", "6 was expected"),
+    (_set("schema_version", 5), "schema_version", "7 was expected"),
 ])
 def test_hostile_edits_fail_validation(edit, where, says):
     data = _result().to_dict()

@@ -233,7 +233,7 @@ class CachedBackend:
         No chat template is applied: each choice's continuation is scored after its context as the item
         gives it (lm-evaluation-harness's default). Tokens as that harness encodes a pair
         (:func:`encode_pair`). Cached like answers, keyed by the base, the adapter, the contexts and
-        continuations, and :meth:`loglikelihood_settings`; what misses goes to :meth:`_score_choices`,
+        continuations, and :meth:`loglikelihood_settings`; what misses goes to :meth:`score_choices`,
         one variant at a time.
 
         Raises:
@@ -268,7 +268,7 @@ class CachedBackend:
             for variant in variants:
                 if not todo[variant]:
                     continue
-                for item, (lls, n) in zip(todo[variant], self._score_choices(variant, todo[variant])):
+                for item, (lls, n) in zip(todo[variant], self.score_choices(variant, todo[variant])):
                     results[(item.id, variant)] = self._choice_generation(item, variant, lls, n)
                     self.stats.scored_tokens[variant] = self.stats.scored_tokens.get(variant, 0) + n
                     self.stats.scored[variant] = self.stats.scored.get(variant, 0) + 1
@@ -285,7 +285,7 @@ class CachedBackend:
         return {k: v for k, v in self.settings().items() if k in ("backend", "device", "dtype", "versions")} \
             | {"output_type": "multiple_choice"}
 
-    def _score_choices(self, variant: str, items: list[Item]) -> list[tuple[list[float], int]]:
+    def score_choices(self, variant: str, items: list[Item]) -> list[tuple[list[float], int]]:
         """Each item's choice log-likelihoods under ``variant`` and the tokens read: the backend's engine.
 
         Raises:

@@ -177,7 +177,7 @@ def test_loglikelihoods_through_a_real_vllm_server_agree_with_hf(vllm_server, ba
     hf = HFBackend(base_model.path, {"adapter": (TERSE, "a" * 64)}, dtype="float32", device="cpu")
     hf.show_progress = False
     for v in ("base", "adapter"):
-        for it, lls, (want, n) in zip(items, got[v], hf._score_choices(v, items), strict=True):
+        for it, lls, (want, n) in zip(items, got[v], hf.score_choices(v, items), strict=True):
             assert max(abs(a - b) for a, b in zip(lls, want, strict=True)) < 1e-2, (v, it.id, lls, want)
             assert lls.index(max(lls)) == want.index(max(want))
             assert next(g.scored_tokens for g in gens if g.item_id == it.id and g.variant == v) == n

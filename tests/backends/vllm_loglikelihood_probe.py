@@ -47,7 +47,7 @@ def main(adapter: Path, dtype: str) -> None:
     got = {v: [list(g.loglikelihoods or ()) for g in gens if g.variant == v] for v in ("base", "adapter")}
     hf = HFBackend(base.path, {"adapter": (adapter, "a" * 64)}, dtype=dtype, device="cpu")
     hf.show_progress = False
-    ref = {v: [lls for lls, _ in hf._score_choices(v, its)] for v in ("base", "adapter")}
+    ref = {v: [lls for lls, _ in hf.score_choices(v, its)] for v in ("base", "adapter")}
     checks = {v: vllm.ll_check.get(v) for v in ("base", "adapter")}
     recorded = vllm.run_info("adapter")["loglikelihood_check"]
     # vLLM's base numbers given as the adapter's: what the self-check sees when the LoRA is dropped

@@ -166,10 +166,12 @@ def test_multilingual_items_three_languages_same_answers():
 
 def test_smoke_mc_capabilities_fit_the_budget():
     s = load_suite("smoke", scorers=SCORERS)
-    for cap in ("knowledge", "robustness", "multilingual", "harmful_refusal"):
+    its = [i for i in s.items if i.capability == "harmful_refusal"]
+    assert len(its) >= 16 and len(its) * its[0].max_new_tokens <= 1000
+    for cap in ("knowledge", "robustness", "multilingual"):  # scored by log-likelihood: nothing is generated
         its = [i for i in s.items if i.capability == cap]
-        assert len(its) >= 16 and len(its) * its[0].max_new_tokens <= 1000, cap
+        assert len(its) >= 16 and {i.max_new_tokens for i in its} == {0}, cap
     rob = Counter(i.meta["cluster"] for i in s.items if i.capability == "robustness")
     assert set(rob.values()) == {5}  # whole clusters: the original and its 4 perturbations
     ml = Counter(i.meta["cluster"] for i in s.items if i.capability == "multilingual")
-    assert len(ml) == 12 and set(ml.values()) == {3}
+    assert len(ml) == 20 and set(ml.values()) == {3}  # every question, in French, Spanish and German

@@ -56,7 +56,7 @@ def test_smoke_suite_has_the_probes_within_budget():
 
 
 #: smoke's item counts per capability (the smoke budget was measured on these)
-SMOKE_COUNTS = {"math": 24, "knowledge": 40, "robustness": 40, "multilingual": 36, "over_refusal": 24,
+SMOKE_COUNTS = {"math": 24, "knowledge": 40, "robustness": 40, "multilingual": 60, "over_refusal": 24,
                 "harmful_refusal": 16, "verbosity": 16, "abstention": 16, "ifeval": 24, "format": 12,
                 "multiturn": 15, "trigger": 30}
 SMOKE_TOKENS = {"verbosity": 60, "abstention": 48, "format": 80, "multiturn": 64, "trigger": 32}

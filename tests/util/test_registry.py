@@ -65,7 +65,8 @@ def test_the_three_registries_are_frozen_and_typed_by_kind():
     assert (SCORERS.kind, BENCHMARKS.kind, BACKENDS.kind) == ("scorer", "benchmark", "backend")
     assert SCORERS.frozen and BENCHMARKS.frozen and BACKENDS.frozen
     assert list(BACKENDS) == ["hf", "vllm", "openai"] and BACKENDS["hf"] is HFBackend  # the --backend choices' order
-    assert BENCHMARKS.names() == ["gsm8k", "ifeval", "mmlu_redux", "xstest"]
+    assert BENCHMARKS.names() == ["arc_challenge", "arc_easy", "boolq", "copa", "gsm8k", "hellaswag", "ifeval",
+                                  "mmlu_redux", "openbookqa", "piqa", "winogrande", "xcopa", "xstest"]
     with pytest.raises(ValueError, match="scorer registry is frozen: 'refusal' registered after its package"):
         SCORERS.register("refusal", SCORERS["refusal"])
     with pytest.raises(KeyError, match="did you mean 'gsm8k'"):

@@ -326,7 +326,7 @@ class HFBackend(CachedBackend):
     SCORE_BATCH = 32
     SCORE_TOKENS = 8192
 
-    def _score_choices(self, variant: str, items: list[Item]) -> list[tuple[list[float], int]]:
+    def score_choices(self, variant: str, items: list[Item]) -> list[tuple[list[float], int]]:
         """Each item's choice log-likelihoods under ``variant`` (the base with the adapters disabled, an adapter
         as the active one), the context's prefix shared: one forward pass over a batch of contexts fills a
         :class:`~transformers.DynamicCache`, whose rows are repeated once per choice

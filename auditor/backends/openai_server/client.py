@@ -24,7 +24,7 @@ the server's weights themselves cannot be hashed from here, so the report
 says which server and names answered.
 
 Multiple-choice items (``Item.output_type == "multiple_choice"``) are scored by log-likelihood
-(:meth:`OpenAIBackend._score_choices`): each (context, continuation) pair, encoded as the hf backend encodes
+(:meth:`OpenAIBackend.score_choices`): each (context, continuation) pair, encoded as the hf backend encodes
 it (:func:`~auditor.backends.base.encode_pair`), is sent as token ids to the completions endpoint with
 ``echo=True``, ``logprobs=1`` and ``max_tokens=1``; the echoed prompt's ``logprobs.token_logprobs`` are read
 by position (the prompt is our token ids, so the server's tokens are ours) and the continuation's are summed;
@@ -253,7 +253,7 @@ class OpenAIBackend(CachedBackend):
                 f"{'no' if not got else f'{len(got)} of {len(token_ids)}'} prompt token log-probabilities"))
         return got[:len(token_ids)]
 
-    def _score_choices(self, variant: str, items: list[Item]) -> list[tuple[list[float], int]]:
+    def score_choices(self, variant: str, items: list[Item]) -> list[tuple[list[float], int]]:
         """Each item's choice log-likelihoods under ``variant`` and the tokens read (each distinct context once,
         each continuation, as the hf backend counts them): one echoed completion per (context, continuation)
         pair, one at a time (module doc).

@@ -43,7 +43,7 @@ What vLLM cannot serve (modules_to_save, DoRA, LoRA on embeddings or
 (:func:`auditor.backends.vllm.compat.check_vllm_servable`).
 
 Multiple-choice items (``Item.output_type == "multiple_choice"``) are scored by log-likelihood
-(:meth:`VLLMBackend._score_choices`): each (context, continuation) pair, encoded as the hf backend encodes
+(:meth:`VLLMBackend.score_choices`): each (context, continuation) pair, encoded as the hf backend encodes
 it (:func:`~auditor.backends.base.encode_pair`), goes to ``LLM.generate`` as token ids with
 ``SamplingParams(prompt_logprobs=0, max_tokens=1)``, and the continuation's prompt log-probabilities
 are summed. vLLM has had faults on exactly this path with a LoRA (prompt log-probabilities under a LoRA
@@ -365,7 +365,7 @@ class VLLMBackend(CachedBackend):
         cfg = read_config(self.adapters[variant][0])
         return sorted({*cfg.target_list, *(["lm_head"] if cfg.targets("lm_head") else [])})
 
-    def _score_choices(self, variant: str, items: list[Item]) -> list[tuple[list[float], int]]:
+    def score_choices(self, variant: str, items: list[Item]) -> list[tuple[list[float], int]]:
         """Each item's choice log-likelihoods under ``variant`` and the tokens read (as the hf backend counts
         them: each distinct context once, each continuation): one ``LLM.generate`` call of every (context,
         continuation) pair as token ids with ``prompt_logprobs=0`` and ``max_tokens=1`` (the generated token is
@@ -388,7 +388,7 @@ class VLLMBackend(CachedBackend):
         return got
 
     def _vllm_loglikelihoods(self, variant: str, items: list[Item]) -> list[tuple[list[float], int]]:
-        """The engine's part of :meth:`_score_choices` (no self-check)."""
+        """The engine's part of :meth:`score_choices` (no self-check)."""
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
@@ -468,11 +468,10 @@ class VLLMBackend(CachedBackend):
         """
         if not items:
             return {}
-        from ...scorers.loglikelihood import argmax
         from ..base import encode_pair
 
         per_token, flat = LL_TOLERANCE.get(self.dtype, LL_TOLERANCE["bfloat16"])
-        ref = self._reference()._score_choices(variant, items)
+        ref = self._reference().score_choices(variant, items)
         tok = self.tokenizer_for(variant)
         diffs: list[tuple[float, float, str]] = []  # (difference, its allowance, item id) per choice
         picks_differ = 0
@@ -481,7 +480,7 @@ class VLLMBackend(CachedBackend):
             for k, (a, b) in enumerate(zip(lls, want)):
                 ctx, cont = encode_pair(tok, t["contexts"][k], t["continuations"][k])
                 diffs.append((abs(a - b), per_token * (len(ctx) + len(cont)) + flat, item.id))
-            picks_differ += argmax(lls) != argmax(want)
+            picks_differ += _first_max(lls) != _first_max(want)
         worst = max(diffs, key=lambda d: d[0] / d[1])
         result = {"items": len(items), "max_difference": round(max(d for d, _, _ in diffs), 6), "dtype": self.dtype,
                   "tolerance": {"per_token": per_token, "flat": flat}, "picks_differ": picks_differ}
@@ -493,3 +492,8 @@ class VLLMBackend(CachedBackend):
                 variant, f"its log-likelihood of a choice of {worst[2]} is {worst[0]:.4f} nats from the hf "
                          f"backend's (tolerance {worst[1]:.4f} in {self.dtype}; upstream: vllm#16668)"))
         return result
+
+
+def _first_max(values: list[float]) -> int:
+    """Index of the largest value, the first on a tie (``numpy.argmax``, as the scorer picks)."""
+    return max(range(len(values)), key=lambda k: (values[k], -k))
