@@ -241,10 +241,7 @@ class CachedBackend:
         """
         import json
 
-        variants = sorted({r.variant for r in requests}, key=lambda v: (v != "base", v))
-        unknown = [v for v in variants if v != "base" and v not in self.adapters]
-        if unknown:
-            raise ValueError(f"no adapter loaded for variant {unknown[0]!r}")
+        variants = self._variants(requests)
         cache = self.cache if use_cache else GenerationCache(None)
         settings = self.loglikelihood_settings()
         first: dict[tuple[str, str], Request] = {}
@@ -405,9 +402,8 @@ class CachedBackend:
             n = row.index(eos) + 1
         return tok.decode(row[:n], skip_special_tokens=True), n
 
-    def _lookup(self, requests: list[Request], use_cache: bool) -> _Pending:
-        """Render every item for each variant asking it (``rendered[(item id, variant)]``), look every
-        request up in the cache; what misses is left to generate.
+    def _variants(self, requests: list[Request]) -> list[str]:
+        """The variants ``requests`` ask for, the base first.
 
         Raises:
             ValueError: an adapter request was given but no adapter is loaded.
@@ -416,6 +412,16 @@ class CachedBackend:
         unknown = [v for v in variants if v != "base" and v not in self.adapters]
         if unknown:
             raise ValueError(f"no adapter loaded for variant {unknown[0]!r}")
+        return variants
+
+    def _lookup(self, requests: list[Request], use_cache: bool) -> _Pending:
+        """Render every item for each variant asking it (``rendered[(item id, variant)]``), look every
+        request up in the cache; what misses is left to generate.
+
+        Raises:
+            ValueError: an adapter request was given but no adapter is loaded.
+        """
+        variants = self._variants(requests)
         rendered = {(r.item.id, r.variant): self.render(r.item, r.variant) for r in requests}
         p = _Pending(variants, rendered, self.cache if use_cache else GenerationCache(None))
         settings = self.settings()

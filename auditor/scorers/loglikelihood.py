@@ -22,7 +22,7 @@ import math
 from typing import Any
 
 from ..records import LETTERS, Generation, Item, MetricSpec, Score
-from .multiple_choice import finalize_agreement
+from .multiple_choice import check_perturbation_meta, finalize_agreement
 from .scorer import Scorer, register
 
 
@@ -123,11 +123,7 @@ def build_target(row: dict) -> dict:
 
 
 def _target_perturbed(row: dict) -> dict:
-    meta = row.get("meta")
-    if not isinstance(meta, dict) or not isinstance(meta.get("cluster"), str) \
-            or not isinstance(meta.get("perturbation"), str):
-        raise ValueError("robustness items need meta.cluster (the original question id) and "
-                         "meta.perturbation ('none' for the original)")
+    check_perturbation_meta(row)
     return build_target(row)
 
 

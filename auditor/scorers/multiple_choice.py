@@ -165,12 +165,21 @@ def _target_multiple_choice(row: dict) -> dict:
     return {"answer": ans, "choices": list(choices)}
 
 
-def _target_multiple_choice_perturbed(row: dict) -> dict:
+def check_perturbation_meta(row: dict) -> None:
+    """A robustness item row names its question (``meta.cluster``) and its perturbation (``meta.perturbation``).
+
+    Raises:
+        ValueError: either is missing or not a string.
+    """
     meta = row.get("meta")
     if not isinstance(meta, dict) or not isinstance(meta.get("cluster"), str) \
             or not isinstance(meta.get("perturbation"), str):
         raise ValueError("robustness items need meta.cluster (the original question id) and "
                          "meta.perturbation ('none' for the original)")
+
+
+def _target_multiple_choice_perturbed(row: dict) -> dict:
+    check_perturbation_meta(row)
     return _target_multiple_choice(row)
 
 
