@@ -34,6 +34,9 @@ class AuditOptions:
     dtype_reason: str = ""
     #: hf backend: ``auto`` / ``continuous`` (transformers' continuous batching) / ``static`` (generate calls)
     batching: str = "auto"
+    #: ``auto`` / ``base`` / ``off``: an adapter's answer from the base's answer as its draft, verified in one
+    #: forward pass (:mod:`auditor.backends.hf.draft`); ``auto`` drafts where the backend can (hf, continuous)
+    draft: str = "auto"
     #: local folder with standard benchmark files (``--data-dir`` / ``$AUDITOR_DATA_DIR``)
     data_dir: str | None = None
     #: replay the base variant with another batch composition and count changed answers

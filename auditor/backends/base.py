@@ -49,6 +49,8 @@ class GenerationStats:
     scored_tokens: dict[str, int] = field(default_factory=dict)
     #: seconds spent scoring them
     score_s: float = 0.0
+    #: seconds spent verifying drafts of adapter answers (hf: :mod:`auditor.backends.hf.draft`)
+    draft_s: float = 0.0
 
 
 class Backend(Protocol):
@@ -153,6 +155,8 @@ class CachedBackend:
     name = "?"
     #: the torch device it generates on (set by the hf backend; None for the others)
     device: str | None = None
+    #: ``base``: adapter answers drafted from the base's (:mod:`auditor.backends.hf.draft`); ``off``: decoded
+    draft = "off"
 
     def __init__(self, base_path: Path, adapters: dict[str, tuple[Path, str]] | None, dtype: str,
                  cache: GenerationCache | None, base_digest: str, batch_size: int | str = 0):
@@ -425,36 +429,59 @@ class CachedBackend:
         rendered = {(r.item.id, r.variant): self.render(r.item, r.variant) for r in requests}
         p = _Pending(variants, rendered, self.cache if use_cache else GenerationCache(None))
         settings = self.settings()
+        # a drafted adapter answer is keyed apart from a decoded one (they agree up to rounding, not by design)
+        drafted = settings | {"draft": self.draft}
         first: dict[tuple[str, str], Request] = {}
         for r in requests:
             first.setdefault((r.item.id, r.variant), r)
         for (item_id, variant), r in first.items():
             p.keys[(item_id, variant)] = generation_key(
                 base=self.base_digest, adapter=self._adapter_key(variant), messages=r.item.messages,
-                max_new_tokens=r.item.max_new_tokens, rendered=rendered[(item_id, variant)], settings=settings)
-        hits = p.cache.get_many([(p.keys[k], k[1]) for k in first])  # one round trip on an object store
+                max_new_tokens=r.item.max_new_tokens, rendered=rendered[(item_id, variant)],
+                settings=settings if variant == "base" or self.draft == "off" else drafted)
+        hits = p.cache.get_entries([(p.keys[k], k[1]) for k in first])  # one round trip on an object store
         for (item_id, variant), r, hit in zip(first, first.values(), hits):
             if hit is not None:
                 p.results[(item_id, variant)] = Generation(item_id=item_id, variant=variant, text=hit[0],
                                                            n_tokens=hit[1], prompt=rendered[(item_id, variant)])
+                if hit[2] is not None:
+                    p.tokens[(item_id, variant)] = hit[2]
             else:
                 p.todo[variant].append(r.item)
         return p
 
-    def _record(self, p: _Pending, item: Item, variant: str, text: str, n: int) -> None:
-        """Keep one fresh answer: in the results, the stats and the cache."""
+    def _record(self, p: _Pending, item: Item, variant: str, text: str, n: int,
+                token_ids: Sequence[int] | None = None) -> None:
+        """Keep one fresh answer: in the results, the stats and the cache (with its token ids where given: the
+        first ``n`` of them)."""
         p.results[(item.id, variant)] = Generation(item_id=item.id, variant=variant, text=text, n_tokens=n,
                                                    prompt=p.rendered[(item.id, variant)])
+        if token_ids is not None:
+            token_ids = p.tokens[(item.id, variant)] = [int(t) for t in token_ids[:n]]
         self.stats.new_tokens[variant] = self.stats.new_tokens.get(variant, 0) + n
         self.stats.generated[variant] = self.stats.generated.get(variant, 0) + 1
         p.cache.put(p.keys[(item.id, variant)], text, n, {"base": self.base_digest, "backend": self.name,
                                                           "adapter": None if variant == "base"
-                                                          else self.adapters[variant][1]})
+                                                          else self.adapters[variant][1]}, token_ids)
 
     def _progress(self) -> Progress:
         return Progress(TextColumn("[bold]generate[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), transient=False, console=Console(stderr=True),
                         disable=not self.show_progress)
+
+
+def refuse_draft(backend: str, opts: AuditOptions) -> None:
+    """``--draft base`` on a backend that decodes every adapter answer: refused in one line.
+
+    Raises:
+        AuditInputError: naming the option.
+    """
+    if backend != "hf" and opts.draft == "base":
+        from ..errors import AuditInputError
+
+        raise AuditInputError("--draft base", f"the {backend} backend decodes every adapter answer; drafts from "
+                                              "the base's answers are verified on --backend hf (use --draft auto "
+                                              "or off)")
 
 
 def encode_pair(tokenizer: Any, context: str, continuation: str) -> tuple[list[int], list[int]]:
@@ -503,6 +530,9 @@ class _Pending:
     results: dict[tuple[str, str], Generation] = field(default_factory=dict)
     keys: dict[tuple[str, str], str] = field(default_factory=dict)
     todo: dict[str, list[Item]] = field(default_factory=dict)
+    #: (item id, variant) → the answer's token ids, where known (a fresh answer of a stream, a cache entry that
+    #: keeps them)
+    tokens: dict[tuple[str, str], list[int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.todo = {v: [] for v in self.variants}

@@ -144,6 +144,11 @@ class GenerationCache:
     def get_many(self, asked: Sequence[tuple[str, str]]) -> list[tuple[str, int] | None]:
         """:meth:`get` of each (key, variant), in order; an object store's entries are read in concurrent
         requests (one round trip's latency for the lot, not one per entry)."""
+        return [None if e is None else (e[0], e[1]) for e in self.get_entries(asked)]
+
+    def get_entries(self, asked: Sequence[tuple[str, str]]) -> list[tuple[str, int, list[int] | None] | None]:
+        """:meth:`get_many` with each entry's answer token ids where it keeps them (``None`` where not: an entry
+        written without them, or tokens that are not a list of ints)."""
         got = self.store.read_many([self._rel(k) for k, _ in asked]) if self.store is not None else {}
         out = []
         for key, variant in asked:
@@ -153,8 +158,9 @@ class GenerationCache:
             out.append(entry)
         return out
 
-    def _parse(self, key: str, data: bytes | OSError) -> tuple[str, int] | None:
-        """An entry's (text, n_tokens); None when absent, or unreadable (counted: a torn or foreign file)."""
+    def _parse(self, key: str, data: bytes | OSError) -> tuple[str, int, list[int] | None] | None:
+        """An entry's (text, n_tokens, token ids or None); None when absent, or unreadable (counted: a torn or
+        foreign file)."""
         if isinstance(data, FileNotFoundError):
             return None
         try:
@@ -163,21 +169,27 @@ class GenerationCache:
             raw = json.loads(data.decode("utf-8", "surrogatepass"))
             if (raw.get("format") == CACHE_FORMAT and raw.get("key") == key and isinstance(raw.get("text"), str)
                     and isinstance(raw.get("n_tokens"), int) and not isinstance(raw["n_tokens"], bool)):
-                return raw["text"], raw["n_tokens"]
+                ids = raw.get("token_ids")
+                ok = isinstance(ids, list) and all(isinstance(t, int) and not isinstance(t, bool) for t in ids)
+                return raw["text"], raw["n_tokens"], ids if ok else None
         except (OSError, ValueError, AttributeError):
             pass
         self.stats.unreadable += 1
         return None
 
-    def put(self, key: str, text: str, n_tokens: int, about: dict[str, Any]) -> None:
-        """Store one generation atomically. ``about`` (base/adapter digests, backend) is kept for ``cache info``.
+    def put(self, key: str, text: str, n_tokens: int, about: dict[str, Any], token_ids: Sequence[int] | None = None
+            ) -> None:
+        """Store one generation atomically. ``about`` (base/adapter digests, backend) is kept for ``cache info``;
+        ``token_ids``, the answer's tokens where the backend has them (a later adapter pass drafts from them).
         An entry that cannot be written (disk full, the object store unreachable) is counted in
         ``stats.failed_writes``; the answer is not lost for this audit, only for the next."""
         if self.store is None:
             return
         try:
-            self.store.write(self._rel(key), canonical_json({"format": CACHE_FORMAT, "key": key, "text": text,
-                                                             "n_tokens": int(n_tokens), "about": about}))
+            entry = {"format": CACHE_FORMAT, "key": key, "text": text, "n_tokens": int(n_tokens), "about": about}
+            if token_ids is not None:
+                entry["token_ids"] = [int(t) for t in token_ids]
+            self.store.write(self._rel(key), canonical_json(entry))
         except OSError as e:
             self.stats.failed_writes += 1
             self.stats.write_error = self.stats.write_error or self.store.public(e.strerror or str(e) or type(e).__name__)

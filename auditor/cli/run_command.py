@@ -78,6 +78,7 @@ class RunOptions:
     out: Path
     batch_size: int | str
     batching: str
+    draft: str
     noise_floor: bool
     no_cache: bool
     cache_dir: str | None
@@ -125,7 +126,7 @@ class RunOptions:
         return AuditOptions(
             base=self.base, policy=self.policy, suite=self.suite, label=self.label, limit=self.limit,
             capabilities=self.capabilities, batch_size=self.batch_size, batching=self.batching,
-            noise_floor=self.noise_floor, data_dir=self.data_dir, cache=not self.no_cache, cache_dir=self.cache_dir,
+            draft=self.draft, noise_floor=self.noise_floor, data_dir=self.data_dir, cache=not self.no_cache, cache_dir=self.cache_dir,
             progress=not self.quiet, verbose=self.verbose, baseline=self.baseline, backend=self.backend,
             dtype=self.dtype, vllm_args=parse_engine_args(self.vllm_args), endpoint=self.endpoint,
             served_base=self.served_base, served_adapters=self.served_adapters, concurrency=self.concurrency,
@@ -167,6 +168,11 @@ class RunOptions:
               help="hf backend: continuous (transformers' continuous batching: a finished answer frees its slot at "
                    "once; one stream per variant) or static (generate calls, base and adapter rows of an item in "
                    "one call); auto: continuous, static for an adapter with a resized vocabulary.")
+@click.option("--draft", type=click.Choice(["auto", "base", "off"]), default="auto", show_default=True,
+              help="An adapter's answer from the base's answer to the same item: one forward pass of the adapter over "
+                   "the base's answer accepts it as far as the adapter's own greedy choices agree, and decoding goes "
+                   "on from the first disagreement (greedy answers unchanged up to rounding). base: always (hf, "
+                   "continuous batching); off: decode every adapter answer; auto: base where the backend can.")
 @click.option("--noise-floor", is_flag=True,
               help="Replay the base variant with another batch composition and report how many answers change.")
 @click.option("--no-cache", "no_cache", is_flag=True,

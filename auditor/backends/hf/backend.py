@@ -76,6 +76,9 @@ class HFBackend(CachedBackend):
             ``static`` (``generate`` calls of ``batch_size`` items, every variant of an item in the same
             call), or ``auto``: continuous, static for a resized vocabulary (whose base rows need a
             per-row vocabulary mask).
+        draft: ``base`` (an adapter's answer from the base's answer to the same item, verified in one forward
+            pass: :mod:`auditor.backends.hf.draft`), ``off``, or ``auto``: ``base`` where it pays
+            (:meth:`drafts_pay`), else ``off``.
 
     Raises:
         AuditInputError: adapters of different resized vocabularies, or an adapter tokenizer that cannot
@@ -88,7 +91,8 @@ class HFBackend(CachedBackend):
                  dtype: str = "float32", cache: GenerationCache | None = None, base_digest: str = "",
                  mix_variants: bool | str = "auto", device: str = "auto",
                  vocab_resize: dict[str, VocabResize] | None = None,
-                 inspected: dict[str, tuple[bool, AdapterConfig | None]] | None = None, batching: str = "auto"):
+                 inspected: dict[str, tuple[bool, AdapterConfig | None]] | None = None, batching: str = "auto",
+                 draft: str = "off"):
         import torch
 
         super().__init__(base_path, adapters, dtype, cache, base_digest, batch_size)
@@ -113,10 +117,29 @@ class HFBackend(CachedBackend):
             raise ValueError(f"batching must be auto, continuous or static, not {batching!r}")
         #: ``continuous`` or ``static`` (see the class doc)
         self.batching = ("static" if self.resize is not None else "continuous") if batching == "auto" else batching
+        if draft not in ("auto", "base", "off"):
+            raise ValueError(f"draft must be auto, base or off, not {draft!r}")
+        if draft == "base" and self.batching != "continuous":
+            raise AuditInputError("--draft base", "drafts are verified in continuous batching; this run batches "
+                                                  "statically (--batching static, or an adapter with a resized "
+                                                  "vocabulary): use --draft off or auto")
+        #: ``base`` or ``off`` (see the class doc)
+        self.draft = draft if draft != "auto" else "base" if self.drafts_pay() else "off"
         #: each continuous-batching stream of the run: variant, requests, slots (results.json ``run.hf``)
         self.streams: list[dict[str, Any]] = []
+        #: each adapter stream's drafts: variant, requests drafted, drafts accepted whole, draft tokens accepted
+        #: and given (results.json ``run.hf``)
+        self.drafts: list[dict[str, Any]] = []
         #: how ``--batch-size auto`` chose the slots (:mod:`auditor.backends.hf.throughput`), once it did
         self.slots_choice: Any = None
+
+    def drafts_pay(self) -> bool:
+        """Whether drafting adapter answers from the base's saves time here: with continuous batching (where drafts
+        are verified), on a GPU or in a 16-bit dtype, where a forward pass over known tokens costs a small
+        fraction of decoding them; not in fp32 on a CPU, where it costs about half as much (prefill about 870
+        tokens/s against about 410 decoded on a 2-core Xeon, SmolLM2-135M) and the drafts an adapter rejects
+        cost more than the ones it accepts save (benchmarks/RESULTS.md, "Draft and verify")."""
+        return self.batching == "continuous" and (self.device.startswith("cuda") or self.dtype != "float32")
 
     @classmethod
     def create(cls, opts: AuditOptions, base: BaseModel, variants: Sequence[Variant], cache: GenerationCache,
@@ -124,7 +147,8 @@ class HFBackend(CachedBackend):
         resized = {v.name: v.info.vocab_resize for v in variants if v.info.vocab_resize is not None}
         return cls(base.path, adapter_folders(variants), batch_size=opts.batch_size, dtype=opts.dtype, cache=cache,
                    base_digest=base_digest, vocab_resize=resized,
-                   inspected={v.name: (v.info.dora, v.info.config) for v in variants}, batching=opts.batching)
+                   inspected={v.name: (v.info.dora, v.info.config) for v in variants}, batching=opts.batching,
+                   draft=opts.draft)
 
     def _load(self):
         """The base model with every adapter attached (each as its own peft adapter, named by its variant)."""
@@ -211,8 +235,11 @@ class HFBackend(CachedBackend):
 
     def run_info(self, variant: str) -> dict[str, Any]:
         """What results.json records of the engine (``run.hf``): the batching path, the requests decoded at
-        once (continuous: per stream, with its variant; static: items per call) and how the slots were chosen."""
-        return {"batching": self.batching, "streams": list(self.streams),
+        once (continuous: per stream, with its variant; static: items per call), how the slots were chosen, and
+        whether adapter answers were drafted from the base's (``draft``; ``drafts``: per adapter stream, the
+        requests drafted, the drafts accepted whole, the draft tokens accepted and given)."""
+        return {"batching": self.batching, "streams": list(self.streams), "draft": self.draft,
+                "drafts": list(self.drafts),
                 "attention": self.attention if self.batching == "continuous" else "sdpa",
                 "slots": None if self.slots_choice is None else self.slots_choice.as_dict()}
 
@@ -467,15 +494,66 @@ class HFBackend(CachedBackend):
         # the longest budgets first: a long answer started last would decode alone at the stream's end
         items = sorted(items, key=lambda it: -it.max_new_tokens)
         ids = [encode(p.rendered[(it.id, variant)], add_special_tokens=False)["input_ids"] for it in items]
-        slots = self._slots(len(items))
-        out = stream_generate(self.model, ids, [it.max_new_tokens for it in items], slots=slots,
+        prefix: list[list[int]] = [[] for _ in items]
+        if variant != "base" and self.draft == "base":
+            prefix = self._verify_drafts(p, items, ids, variant, config)
+        rows: list[list[int] | None] = [None] * len(items)
+        todo = []
+        for k, (it, row) in enumerate(zip(items, prefix)):
+            if row and (len(row) >= it.max_new_tokens or row[-1] in self._eos_ids(config)):
+                rows[k] = row
+                advance(1)
+            else:
+                todo.append(k)
+        slots = self._slots(len(todo)) if todo else 1
+        out = stream_generate(self.model, [ids[k] + prefix[k] for k in todo],
+                              [items[k].max_new_tokens - len(prefix[k]) for k in todo], slots=slots,
                               generation_config=config, on_done=advance)
+        for k, row in zip(todo, out):
+            rows[k] = prefix[k] + row
         tokens = 0
-        for it, row in zip(items, out):
+        for it, row in zip(items, rows):
+            assert row is not None
             text, n = self._decode(row, variant)
             tokens += n
-            self._record(p, it, variant, text, n)
-        return min(slots, len(items)), tokens
+            self._record(p, it, variant, text, n, row)
+        return min(slots, len(todo)), tokens
+
+    @staticmethod
+    def _eos_ids(config: Any) -> set[int]:
+        eos = config.eos_token_id
+        return {int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos]) if e is not None}
+
+    def _verify_drafts(self, p: Any, items: list[Item], ids: list[list[int]], variant: str,
+                       config: Any) -> list[list[int]]:
+        """Each item's answer so far under ``variant`` (the active adapter) from the base's answer to it, where this
+        call has one (:mod:`auditor.backends.hf.draft`): the verified draft, complete or to be decoded on from;
+        ``[]`` where there is no draft. Counted in ``drafts`` (results.json ``run.hf``)."""
+        from .draft import accept, greedy_choices, make_draft
+
+        t0 = time.perf_counter()
+        tok, eos_ids = self.tokenizer_for(variant), self._eos_ids(config)
+        eos = tok.eos_token_id if tok.eos_token_id in eos_ids else min(eos_ids)
+        have = [k for k, it in enumerate(items) if (it.id, "base") in p.results]
+        # the base's own tokens where known (a fresh answer, a cache entry that keeps them), else its text encoded
+        drafts = [p.tokens[(items[k].id, "base")][:items[k].max_new_tokens] if (items[k].id, "base") in p.tokens
+                  and variant not in self.tokenizers
+                  else make_draft(tok, p.results[(items[k].id, "base")].text, eos, items[k].max_new_tokens)
+                  for k in have]
+        vocab = self.resize.base_size if self.resize is not None and variant not in self.vocab_resize else None
+        choices = greedy_choices(self.model, [ids[k] for k in have], drafts, pad=self.tokenizer.pad_token_id,
+                                 vocab=vocab)
+        out: list[list[int]] = [[] for _ in items]
+        whole = accepted = 0
+        for k, draft, chosen in zip(have, drafts, choices):
+            v = accept(draft, chosen, items[k].max_new_tokens, eos_ids)
+            out[k] = v.row
+            whole += v.accepted == len(draft)
+            accepted += v.accepted
+        self.drafts.append({"variant": variant, "drafted": len(have), "accepted_whole": whole,
+                            "accepted_tokens": accepted, "draft_tokens": sum(map(len, drafts))})
+        self.stats.draft_s += time.perf_counter() - t0
+        return out
 
     def _stream_generation_config(self, max_new_tokens: int) -> Any:
         """Greedy decoding with the model's own EOS ids (what static ``generate`` stops on)."""

@@ -48,7 +48,7 @@ from ...cache.generations import GenerationCache
 from ...errors import AuditInputError
 from ...records import BaseModel, Generation, Item, Request, Variant
 from ...util.versions import versions
-from ..base import CachedBackend, adapter_folders
+from ..base import CachedBackend, adapter_folders, refuse_draft
 
 if TYPE_CHECKING:
     from ...options import AuditOptions
@@ -87,7 +87,8 @@ class OpenAIBackend(CachedBackend):
 
     @classmethod
     def check_options(cls, opts: AuditOptions, n_adapters: int) -> None:
-        """``--endpoint`` is needed, and at most one ``--served-adapter`` per adapter."""
+        """``--endpoint`` is needed, and at most one ``--served-adapter`` per adapter; ``--draft base`` is refused."""
+        refuse_draft(cls.name, opts)
         if not opts.endpoint:
             raise AuditInputError("--backend openai", "needs --endpoint URL (the server's API root, e.g. "
                                                       "http://127.0.0.1:8000/v1)")

@@ -68,7 +68,7 @@ from ...cache.generations import GenerationCache
 from ...errors import AuditInputError
 from ...records import AdapterConfig, AdapterTensor, BaseModel, Generation, Item, Request, Variant
 from ...util.versions import versions
-from ..base import CachedBackend, adapter_folders
+from ..base import CachedBackend, adapter_folders, refuse_draft
 from . import compat as vllm_compat
 from .compat import check_engine_args, check_vllm_servable, lora_identity, vllm_lora_rank
 from .kv import kv_shape
@@ -159,6 +159,7 @@ class VLLMBackend(CachedBackend):
     def check_options(cls, opts: AuditOptions, n_adapters: int) -> None:
         """A misspelt ``--vllm-arg`` fails now, not after the model loaded. vLLM's log level is set
         here, before vLLM is first imported: ERROR unless ``--verbose`` (or ``VLLM_LOGGING_LEVEL``)."""
+        refuse_draft(cls.name, opts)
         _vllm_log_level(opts.verbose)
         check_engine_args(opts.vllm_args, verbose=opts.verbose)
 
