@@ -512,11 +512,11 @@ class HFBackend(CachedBackend):
         for k, row in zip(todo, out):
             rows[k] = prefix[k] + row
         tokens = 0
-        for it, row in zip(items, rows):
-            assert row is not None
-            text, n = self._decode(row, variant)
+        for it, answer in zip(items, rows):
+            assert answer is not None
+            text, n = self._decode(answer, variant)
             tokens += n
-            self._record(p, it, variant, text, n, row)
+            self._record(p, it, variant, text, n, answer)
         return min(slots, len(todo)), tokens
 
     @staticmethod
