@@ -17,6 +17,7 @@ from typing import Any
 
 from .records import (
     AdapterRecord,
+    AgreementWithBase,
     Budget,
     DriftResult,
     MetricComparison,
@@ -28,8 +29,9 @@ from .records.plain import from_plain, to_plain
 from .records.vocab import OutputType
 
 #: results.json's ``schema_version`` (the shipped schema's version); 6: rules carry ``rule_id``, ``kind``, ``metric``;
-#: 7: items carry ``output_type`` (a multiple-choice item scored by log-likelihood has ``max_new_tokens`` 0)
-RESULTS_SCHEMA_VERSION = 7
+#: 7: items carry ``output_type`` (a multiple-choice item scored by log-likelihood has ``max_new_tokens`` 0);
+#: 8: ``agreement_with_base``, the adapter's generated answers compared with the base's, per capability and overall
+RESULTS_SCHEMA_VERSION = 8
 
 _OMIT = {"omit_none": True}
 
@@ -187,8 +189,8 @@ class RunRecord:
 
 @dataclass(frozen=True, kw_only=True)
 class AuditResult:
-    """One adapter's audit: verdict, adapter, base, suite, policy, comparisons, DriftScore,
-    every item with both answers, noise floor, release comparison, statistics, run.
+    """One adapter's audit: verdict, adapter, base, suite, policy, comparisons, agreement with the base,
+    DriftScore, every item with both answers, noise floor, release comparison, statistics, run.
 
     ``to_dict()`` is results.json's content; :meth:`from_dict` reads it back (after the schema
     check). ``passed`` is what the exit code says."""
@@ -200,6 +202,9 @@ class AuditResult:
     suite: SuiteRecord
     policy: PolicyRecord
     comparisons: tuple[MetricComparison, ...]
+    #: how many of the adapter's generated answers are the base's, and where the others differ (per capability and
+    #: overall; descriptive, no rule acts on it)
+    agreement_with_base: AgreementWithBase = field(default_factory=AgreementWithBase)
     drift: DriftResult
     items: tuple[ItemRecord, ...]
     noise_floor: NoiseFloor | None

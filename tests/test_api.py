@@ -24,6 +24,14 @@ def test_audit_through_the_python_api_returns_the_typed_result(tmp_path):
     assert len(result.items) == 8 and all(it.base.text is not None and it.adapter.text is not None
                                           for it in result.items)
     assert any(line.startswith("backend: hf") for line in lines)
+    # agreement with the base: math's 4 generated answers, paired with the base's as the items record them;
+    # knowledge is multiple choice scored by log-likelihood (no generated answer) and absent
+    from auditor.analysis.agreement import agreement
+
+    agree = result.agreement_with_base
+    pairs = [(it.base.text, it.adapter.text) for it in result.items if it.capability == "math"]
+    assert list(agree.capabilities) == ["math"] and agree.capabilities["math"] == agreement(pairs) == agree.overall
+    assert agree.overall.n == 4 and agree.overall.identical == sum(b == a for b, a in pairs) / 4
     # results.json is the record's dict, valid against the shipped schema, and reads back as the same record
     data = result.to_dict()
     assert schema_error(data) is None
@@ -131,7 +139,7 @@ def _result(comparisons, drift, baseline=None):
     from auditor.results import AuditResult
 
     return AuditResult.from_dict({
-        "schema_version": 7,
+        "schema_version": 8,
         "verdict": {"verdict": "fail", "warnings": [], "rules": [
             {"rule": "math.numeric_match: max drop", "rule_id": "math.numeric_match/max-drop", "kind": "limit",
              "metric": "math.numeric_match", "outcome": "fail", "reason": "dropped"},

@@ -194,10 +194,10 @@ def test_report_on_wrong_schema(tmp_path):
     assert_one_line_error(audit("report", w, "--out", tmp_path / "o"), str(w), "not an adapter-auditor results.json")
     w.write_text('{"schema_version": 5, "hello": "world"}')
     assert_one_line_error(audit("report", w, "--out", tmp_path / "o"), str(w),
-                          "written by an older adapter-auditor (schema_version 5, this one reads 7)")
-    w.write_text('{"schema_version": 7, "hello": "world"}')
+                          "written by an older adapter-auditor (schema_version 5, this one reads 8)")
+    w.write_text('{"schema_version": 8, "hello": "world"}')
     assert_one_line_error(audit("report", w, "--out", tmp_path / "o"), str(w),
-                          "does not match the results schema v7 at top level", "'verdict' is a required property")
+                          "does not match the results schema v8 at top level", "'verdict' is a required property")
     assert not (tmp_path / "o").exists()
 
 

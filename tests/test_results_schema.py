@@ -25,6 +25,8 @@ from auditor.cache.generations import CacheStats
 from auditor.inspect.hub import HubRef
 from auditor.records import (
     AdapterRecord,
+    Agreement,
+    AgreementWithBase,
     Budget,
     DriftResult,
     MetricComparison,
@@ -159,6 +161,10 @@ def _result() -> AuditResult:
                           sources=({"benchmark": "gsm8k", "n_selected": 1},), scorers={"math": "numeric_match"}),
         policy=PolicyRecord(path="policy.yaml", content={"version": 1}, sha256=SHA),
         comparisons=(_comparison(),),
+        agreement_with_base=AgreementWithBase(
+            overall=Agreement(identical=0.75, n=4, first_difference_word=3.0),
+            capabilities={"math": Agreement(identical=0.75, n=4, first_difference_word=3.0),
+                          "ifeval": Agreement(identical=1.0, n=2, first_difference_word=None)}),
         drift=DriftResult(label="math", label_source="model card", target_metric="math.numeric_match",
                           off_target_metrics=("ifeval.prompt_level_strict_acc",), target_gain_pts=-25.0,
                           off_target_gain_pts=0.0, drift_score_pts=25.0, mismatch=True, ci_low_pts=5.0,
@@ -200,6 +206,28 @@ def test_the_optional_blocks_may_be_null_or_absent():
                                                            tokenizer_files=None, vocab_resize=None)).to_dict()
     assert "vllm" not in data["run"] and data["run"]["budget"] is None and data["adapter"]["hub"] is None
     assert schema_error(data) is None
+
+
+def test_the_agreement_with_the_base_is_recorded_per_capability_and_overall(tmp_path):
+    data = json.loads(json.dumps(_result().to_dict()))
+    assert list(data)[list(data).index("comparisons") + 1] == "agreement_with_base"  # beside the deltas
+    assert data["agreement_with_base"] == {
+        "overall": {"identical": 0.75, "n": 4, "first_difference_word": 3.0},
+        "capabilities": {"math": {"identical": 0.75, "n": 4, "first_difference_word": 3.0},
+                         "ifeval": {"identical": 1.0, "n": 2, "first_difference_word": None}}}
+    assert schema_error(data) is None
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert load_results(path).agreement_with_base == _result().agreement_with_base
+    # an audit of multiple choice only compares no generated answer: nulls, no capability
+    empty = dataclasses.replace(_result(), agreement_with_base=AgreementWithBase()).to_dict()
+    assert empty["agreement_with_base"] == {"overall": {"identical": None, "n": 0, "first_difference_word": None},
+                                            "capabilities": {}}
+    assert schema_error(empty) is None
+    schema = json.loads(RESULTS_SCHEMA_PATH.read_text(encoding="utf-8"))
+    fields = schema["$defs"]["agreement"]["properties"]
+    assert "fraction in [0, 1]" in fields["identical"]["description"]
+    assert "1-based position" in fields["first_difference_word"]["description"]
 
 
 def _parent(data: Any, path: str) -> tuple[Any, Any]:
@@ -244,7 +272,14 @@ def _delete(path: str) -> Callable[[Any], None]:
     (_set("run.new_tokens", {"adapter7": 1}), "run.new_tokens", "'adapter7' is not one of"),
     (_set("run.rounds.0.look", 0), "run.rounds.0.look", "less than the minimum of 1"),
     (_set("base.reason", "because"), "base.reason", "does not match"),
-    (_set("schema_version", 5), "schema_version", "7 was expected"),
+    (_set("schema_version", 5), "schema_version", "8 was expected"),
+    (_delete("agreement_with_base"), "top level", "'agreement_with_base' is a required property"),
+    (_set("agreement_with_base.overall.identical", 1.5), "agreement_with_base.overall.identical",
+     "greater than the maximum of 1"),
+    (_set("agreement_with_base.capabilities.math.first_difference_word", 0),
+     "agreement_with_base.capabilities.math.first_difference_word", "less than the minimum of 1"),
+    (_set("agreement_with_base.capabilities.math.n", -1), "agreement_with_base.capabilities.math.n",
+     "less than the minimum of 0"),
 ])
 def test_hostile_edits_fail_validation(edit, where, says):
     data = _result().to_dict()

@@ -13,6 +13,7 @@ from ..backends.ray.cluster import RayBackend
 from ..options import AuditOptions
 from ..policy import Policy
 from ..records import (
+    AgreementWithBase,
     BaseModel,
     Budget,
     DriftResult,
@@ -89,6 +90,7 @@ class Evidence:
         generations, scores: the base's and the adapter variant's answers to them (and the ``--baseline``
             adapter's in ``baseline_generations`` / ``baseline_scores``).
         comparisons, drift, baseline_comparisons, verdict: the last look's analysis and judgement.
+        agreement: the adapter variant's generated answers compared with the base's, on every look's items.
         rounds: one record per look.
         item_round: item id → the look that added it (1 for the suite's own items).
         budget: the escalation budget and what was used of it.
@@ -101,6 +103,7 @@ class Evidence:
     comparisons: tuple[MetricComparison, ...]
     drift: DriftResult
     verdict: Verdict
+    agreement: AgreementWithBase
     baseline_comparisons: tuple[MetricComparison, ...] | None = None
     baseline_generations: tuple[Generation, ...] = ()
     baseline_scores: tuple[Score, ...] = ()
@@ -135,6 +138,7 @@ def result(run: Run, variant: Variant, ev: Evidence) -> AuditResult:
                           scorers={c.name: c.scorer for c in suite.capabilities}),
         policy=PolicyRecord(path=policy.path, content=policy.content, sha256=canonical_sha256(policy.content)),
         comparisons=ev.comparisons,
+        agreement_with_base=ev.agreement,
         drift=ev.drift,
         items=_item_records(variant.name, ev),
         noise_floor=run.noise,

@@ -15,7 +15,7 @@ from typing import Any
 
 from rich.markup import escape
 
-from ..analysis import compare_metrics, drift_score
+from ..analysis import agreement_with_base, compare_metrics, drift_score
 from ..backends import Backend
 from ..options import AuditOptions
 from ..policy import judge
@@ -261,7 +261,7 @@ def one_result(run: Run, variant: Variant, adapter_gens: list[Generation], log: 
     # "label mismatch" is the DriftScore rule's decision, not the point estimate beside its limit
     drift = replace(drift, mismatch=any(r.kind == "drift" and r.decision == "fail" for r in verdict.rules))
     ev = Evidence(suite=suite, generations=tuple(generations), scores=tuple(scores), comparisons=tuple(comparisons),
-                  drift=drift, verdict=verdict,
+                  drift=drift, verdict=verdict, agreement=agreement_with_base(suite.items, generations, variant.name),
                   baseline_comparisons=None if prev_comparisons is None else tuple(prev_comparisons),
                   baseline_generations=tuple(prev_gens), baseline_scores=tuple(prev_scores), rounds=tuple(rounds),
                   item_round=item_round, budget=spent.record(planned), rounds_s=spent.used_s())

@@ -7,7 +7,7 @@ audit's record, :class:`auditor.results.AuditResult`, is built from these).
 * :mod:`~auditor.records.inputs`: the adapter config, the base model, the adapter (what inspection found,
   what results.json records of it);
 * :mod:`~auditor.records.items`: suite, items, requests, generations, scores, metric specs;
-* :mod:`~auditor.records.outcomes`: comparisons, DriftScore, rule outcomes, the verdict;
+* :mod:`~auditor.records.outcomes`: comparisons, agreement with the base, DriftScore, rule outcomes, the verdict;
 * :mod:`~auditor.records.run`: the adapter variants of a run, its looks (rounds) and budget;
 * :mod:`~auditor.records.vocab`: the closed vocabularies (outcome, decision, mode, rule kind, ...).
 
@@ -36,11 +36,12 @@ from .inputs import (
                      WeightSpace,
 )
 from .items import Capability, Generation, Item, MetricSpec, Request, Score, Suite
-from .outcomes import DriftResult, MetricComparison, NoiseFloor, RuleOutcome, Verdict
+from .outcomes import Agreement, AgreementWithBase, DriftResult, MetricComparison, NoiseFloor, RuleOutcome, Verdict
 from .plain import to_plain
 from .run import Budget, Round, Variant
 
 __all__ = ["DECLARED_BASE_STATUSES", "LETTERS", "AdapterConfig", "AdapterRecord", "AdapterTensor", "BaseModel",
            "ModuleWeightSpace", "PromptTemplate", "TokenizerFiles", "VocabResize", "WeightSpace",
-           "Capability", "Generation", "Item", "MetricSpec", "Request", "Score", "Suite", "DriftResult",
+           "Capability", "Generation", "Item", "MetricSpec", "Request", "Score", "Suite", "Agreement",
+           "AgreementWithBase", "DriftResult",
            "MetricComparison", "NoiseFloor", "RuleOutcome", "Verdict", "to_plain", "Budget", "Round", "Variant"]

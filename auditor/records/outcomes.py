@@ -1,4 +1,5 @@
-"""Records of the analysis and the judgement: comparisons, DriftScore, rule outcomes, the verdict."""
+"""Records of the analysis and the judgement: comparisons, agreement with the base, DriftScore, rule outcomes, the
+verdict."""
 
 from __future__ import annotations
 
@@ -82,6 +83,42 @@ class MetricComparison:
     @property
     def is_fraction(self) -> bool:
         return self.unit == "fraction"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Agreement:
+    """How often the adapter answered exactly as the base did, over a set of generated items (paired by item).
+
+    Only generated answers count (``Item.output_type`` ``generate_until``): a multiple-choice item scored by
+    log-likelihood has no generated answer.
+
+    Attributes:
+        identical: share of the items (fraction in [0, 1]) whose adapter answer is the base's answer, character
+            for character; None when no item was compared.
+        n: items compared.
+        first_difference_word: over the items whose answers differ, the mean 1-based position of the first
+            whitespace-separated word that differs (``str.split()``); where one answer's words begin the other's,
+            the position after the shorter one's last word (``len(shorter) + 1``, also for answers that differ in
+            whitespace only). None when no answer differs.
+    """
+
+    identical: float | None = None
+    n: int = 0
+    first_difference_word: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgreementWithBase:
+    """The adapter's generated answers compared with the base's, item by item (:class:`Agreement`).
+
+    Attributes:
+        overall: over every generated item of the audit (every look's items).
+        capabilities: capability → its generated items' agreement, in suite order; a capability whose items are
+            all multiple choice scored by log-likelihood is absent.
+    """
+
+    overall: Agreement = field(default_factory=Agreement)
+    capabilities: Mapping[str, Agreement] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)

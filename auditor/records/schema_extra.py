@@ -18,10 +18,10 @@ from .inputs import DECLARED_BASE_STATUSES, TEMPLATE_STATUSES, VOCABULARY_STATUS
 from .vocab import Role, values
 
 DESCRIPTION = (
-    "One audit of one adapter against its base model: the verdict, the paired comparisons, DriftScore, every "
-    "item with both outputs, and how the run was made. Rates are fractions in [0, 1] in base/adapter fields and "
-    "points (x100) in deltas and intervals; see the field descriptions. Re-rendered by "
-    "`audit report results.json --out DIR`.")
+    "One audit of one adapter against its base model: the verdict, the paired comparisons, the agreement of its "
+    "generated answers with the base's, DriftScore, every item with both outputs, and how the run was made. Rates "
+    "are fractions in [0, 1] in base/adapter fields and points (x100) in deltas and intervals; see the field "
+    "descriptions. Re-rendered by `audit report results.json --out DIR`.")
 COMMENT = ("generated from the records (auditor.results.AuditResult) by `python -m auditor.records.schema_files "
            "--write`; do not edit by hand")
 
@@ -91,6 +91,21 @@ FIELDS: dict[str, dict[str, Any]] = {
     "MetricComparison.p_value": P, "MetricComparison.p_adjusted": P, "MetricComparison.p_decrease": P,
     "MetricComparison.p_increase": P, "MetricComparison.discordant": {"additionalProperties": COUNT},
     "MetricComparison.floor": {**FINITE, **P}, "MetricComparison.ceiling": {**FINITE, **P},
+    "AuditResult.agreement_with_base": {"description": "the adapter's generated answers compared with the base's "
+                                        "answers to the same items, per capability and overall (every look's items, "
+                                        "as the comparisons use them); multiple-choice items scored by log-likelihood "
+                                        "are left out; descriptive, no rule acts on it"},
+    "AgreementWithBase.overall": {"description": "over every generated item of the audit"},
+    "AgreementWithBase.capabilities": {"description": "capability -> the agreement over its generated items; a "
+                                       "capability with no generated item (multiple choice) is absent"},
+    "Agreement.identical": {**P, "description": "share of the items (fraction in [0, 1]) whose adapter answer is "
+                            "exactly the base's answer (the same string); null when n is 0"},
+    "Agreement.n": {**COUNT, "description": "items compared (count)"},
+    "Agreement.first_difference_word": {**POSITIVE, "description": "over the items whose answers differ: the mean "
+                                        "1-based position of the first whitespace-separated word that differs (a "
+                                        "word position, not a count of items); where one answer's words begin the "
+                                        "other's, the position after the shorter one's last word; null when no "
+                                        "answer differs"},
     "DriftResult.drift_score_pts": {"description": "OffTargetGain - TargetGain, points"},
     "DriftResult.confidence": CONFIDENCE, "DriftResult.p_positive": P,
     "RuleOutcome.look": POSITIVE, "RuleOutcome.items_to_decide": COUNT, "RuleOutcome.ci": PAIR,

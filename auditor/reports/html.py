@@ -22,6 +22,7 @@ from ..util.text import strip_controls
 from .run_json import limit_lines, trajectory_charts
 from .view import (
     adapter_card,
+    agreement_sentence,
     chart_groups,
     comparison_cells,
     group_summary,
@@ -31,6 +32,7 @@ from .view import (
     no_drift_note,
     primary_metrics,
     rules_by_outcome,
+    same_as_base_cells,
 )
 
 _ENV = jinja2.Environment(
@@ -56,6 +58,8 @@ def render_html(result: AuditResult) -> str:
     return _ENV.get_template("report.html.j2").render(
         groups=group_summary(result), charts=chart_groups(result), browser_rows=item_rows(result, primary),
         primary=primary, card=adapter_card(result), rules_by_outcome=rules_by_outcome(result.verdict.rules),
+        same_as_base=same_as_base_cells(result.comparisons, result.agreement_with_base),
+        agreement_sentence=agreement_sentence(result.agreement_with_base),
         script=_BROWSER_JS, script_hash=_BROWSER_JS_HASH, **parts)
 
 

@@ -13,6 +13,7 @@ from ..records import MetricComparison
 from ..results import AuditResult
 from ..util.text import strip_controls
 from .view import (
+    agreement_sentence,
     comparison_cells,
     failing_rules,
     index_rows,
@@ -20,6 +21,7 @@ from .view import (
     no_drift_note,
     prompt_lines,
     rules_by_outcome,
+    same_as_base_cells,
 )
 
 #: GitHub refuses PR comments over 65,536 characters; the summary stays under this
@@ -40,8 +42,8 @@ def render_summary_md(result: AuditResult, report_name: str = "report.html") -> 
     """Short Markdown summary for ``$GITHUB_STEP_SUMMARY`` or a PR comment (untrusted
     names are escaped plain text, never inside code spans, where escapes do not work):
     verdict, the chat templates when base and adapter were prompted differently, failing rules,
-    the capability table (Δ in points with its CI),
-    DriftScore, and ``report_name`` (the full report's link-friendly name).
+    the capability table (Δ in points with its CI; the share of each capability's generated answers that are the
+    base's) and how many generated answers the adapter changed at all, DriftScore, and ``report_name`` (the full report's link-friendly name).
     At most :data:`SUMMARY_MAX_CHARS` characters (the table is cut, saying so)."""
     v = result.verdict
     icon = "✅" if v.verdict == "pass" else "❌"
@@ -69,14 +71,18 @@ def render_summary_md(result: AuditResult, report_name: str = "report.html") -> 
         budget = result.run.budget
         lines += [f"Rounds: {len(rounds)} (undecided rules bought {added}; {budget.used_items if budget else 0} of "
                   f"{budget.items if budget else 0} budget items).", ""]
-    lines += md_comparison_table(result.comparisons)
+    lines += md_comparison_table(result.comparisons, same=same_as_base_cells(result.comparisons,
+                                                                              result.agreement_with_base))
+    if (sentence := agreement_sentence(result.agreement_with_base)) is not None:
+        lines += ["", sentence]
     if result.baseline:
         lines += ["", f"**Against the previous release** {md(Path(result.baseline.adapter.path).name)} "
                       "(`--baseline`)", ""]
         lines += md_comparison_table(result.baseline.comparisons, "previous", "candidate")
     lines += md_drift_lines(result)
     lines += ["", "Δ: adapter − base, in points for rates. CI: paired bootstrap. p: exact McNemar for pass/fail "
-                  "items, Wilcoxon signed-rank otherwise, permutation for context gaps."]
+                  "items, Wilcoxon signed-rank otherwise, permutation for context gaps. Same as base: the "
+                  "capability's generated answers that are exactly the base's (— for multiple choice)."]
     lines += ["", f"Full report: {md(report_name)} (with every item's base and adapter output)"]
     text = "\n".join(lines) + "\n"
     if len(text) > SUMMARY_MAX_CHARS:
@@ -146,17 +152,20 @@ def public_base_name(result: AuditResult) -> str:
     return Path(name).name if result.base.source == "local" and Path(name).is_absolute() else name
 
 
-def md_comparison_table(comparisons: Sequence[MetricComparison], left: str = "base", right: str = "adapter") -> list[str]:
+def md_comparison_table(comparisons: Sequence[MetricComparison], left: str = "base", right: str = "adapter",
+                        same: Sequence[str] | None = None) -> list[str]:
     """The Markdown table of ``comparisons`` (one row per metric: base, adapter, Δ in points for rates, its
-    interval, p, discordant items), as lines; untrusted names escaped (:func:`md`)."""
+    interval, p, discordant items, and with ``same`` its cells of a "same as base" column,
+    :func:`~auditor.reports.view.same_as_base_cells`), as lines; untrusted names escaped (:func:`md`)."""
     conf = comparisons[0].confidence if comparisons else 0.95
-    lines = [f"| group | metric | {left} | {right} | Δ | {100 * conf:.0f}% CI | p | {left}-only / {right}-only |",
-             "|---|---|---:|---:|---:|---:|---:|---:|"]
-    for c in comparisons:
+    extra = (" same as base |", "---:|") if same is not None else ("", "")
+    lines = [f"| group | metric | {left} | {right} | Δ | {100 * conf:.0f}% CI | p | {left}-only / {right}-only |"
+             + extra[0], "|---|---|---:|---:|---:|---:|---:|---:|" + extra[1]]
+    for n, c in enumerate(comparisons):
         k = comparison_cells(c)
         unit = "" if k["unit"] == "points" else f" {k['unit']}"
         lines.append(f"| {md(c.group)} | {md(c.metric)} | {k['base']} | {k['adapter']} | {k['delta']}{unit} | "
-                     f"{k['ci']} | {k['p']} | {k['discordant']} |")
+                     f"{k['ci']} | {k['p']} | {k['discordant']} |" + (f" {same[n]} |" if same is not None else ""))
     return lines
 
 

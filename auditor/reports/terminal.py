@@ -14,30 +14,36 @@ from ..records import MetricComparison
 from ..records.training_run import RunSummary
 from ..results import AuditResult
 from ..util.text import terminal_text
-from .view import comparison_cells, limit_note, no_drift_note
+from .view import agreement_sentence, comparison_cells, limit_note, no_drift_note, same_as_base_cells
 
 t = terminal_text  # the short name the report modules use
 
 
 def comparison_table(comparisons: Sequence[MetricComparison], title: str, left: str, right: str,
-                     discordant: bool) -> Table:
-    """One rich table of comparisons (the same cells as the HTML and Markdown reports)."""
+                     discordant: bool, same: Sequence[str] | None = None) -> Table:
+    """One rich table of comparisons (the same cells as the HTML and Markdown reports); ``same``: the cells of a
+    "same as base" column (:func:`~auditor.reports.view.same_as_base_cells`)."""
     tab = Table(title=title, title_justify="left")
-    cols = ["group", "metric", left, right, "Δ", "95% CI", "p"] + ([f"{left}-only/{right}-only"] if discordant else [])
+    cols = (["group", "metric", left, right, "Δ", "95% CI", "p"] + ([f"{left}-only/{right}-only"] if discordant else [])
+            + (["same as base"] if same is not None else []))
     for col in cols:
         tab.add_column(col, justify="left" if col in ("group", "metric") else "right")
-    for c in comparisons:
+    for n, c in enumerate(comparisons):
         k = comparison_cells(c)
         unit = "" if k["unit"] == "points" else f" {t(k['unit'])}"
         tab.add_row(t(c.group), t(c.metric), k["base"], k["adapter"], k["delta"] + unit, k["ci"], k["p"],
-                    *([k["discordant"]] if discordant else []))
+                    *([k["discordant"]] if discordant else []), *([same[n]] if same is not None else []))
     return tab
 
 
 def print_summary(console: Console, result: AuditResult) -> None:
-    """The comparison table(s), the DriftScore line, every rule that did not pass, and the verdict."""
+    """The comparison table(s), how many generated answers the adapter changed, the DriftScore line, every rule that
+    did not pass, and the verdict."""
     console.print(comparison_table(result.comparisons, "base → adapter (points for rates)", "base", "adapter",
-                                   discordant=True))
+                                   discordant=True,
+                                   same=same_as_base_cells(result.comparisons, result.agreement_with_base)))
+    if (sentence := agreement_sentence(result.agreement_with_base)) is not None:
+        console.print(sentence)
     prev = result.baseline
     if prev:
         console.print(comparison_table(prev.comparisons, f"previous release ({t(prev.adapter.path)}) → candidate "

@@ -11,7 +11,15 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..records import Budget, DriftResult, MetricComparison, RuleOutcome, TokenizerFiles, VocabResize
+from ..records import (
+    AgreementWithBase,
+    Budget,
+    DriftResult,
+    MetricComparison,
+    RuleOutcome,
+    TokenizerFiles,
+    VocabResize,
+)
 from ..records.training_run import RunSummary
 from ..results import AuditResult, ItemRecord
 from ..scorers import SCORERS
@@ -54,6 +62,51 @@ def comparison_cells(c: MetricComparison) -> dict[str, str]:
         "test": c.test or "—",
         "discordant": f"{disc['base_only']} / {disc['adapter_only']}" if disc else "—",
     }
+
+
+def share_pct(share: float) -> str:
+    """A share (fraction in [0, 1]) in whole percent, never rounded to 0% or 100% when it is neither."""
+    pct = 100.0 * share
+    if 0.0 < pct < 0.5:
+        return "<1%"
+    if 99.5 <= pct < 100.0:
+        return ">99%"
+    return f"{pct:.0f}%"
+
+
+def ordinal(n: int) -> str:
+    """``1st``, ``2nd``, ``3rd``, ``4th``, ``11th``, ``21st``, ..."""
+    suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def same_as_base_cells(comparisons: Sequence[MetricComparison], agreement: AgreementWithBase) -> list[str]:
+    """The capability table's "same as base" column, one cell per comparison row: on a capability's first row the
+    share of its generated answers that are exactly the base's (percent; ``—`` for a capability with no generated
+    answer, multiple choice scored by log-likelihood), empty on its further rows."""
+    cells, seen = [], set()
+    for c in comparisons:
+        if c.capability in seen:
+            cells.append("")
+            continue
+        seen.add(c.capability)
+        a = agreement.capabilities.get(c.capability)
+        cells.append("—" if a is None or a.identical is None else share_pct(a.identical))
+    return cells
+
+
+def agreement_sentence(agreement: AgreementWithBase) -> str | None:
+    """One sentence on how many of the adapter's generated answers differ from the base's and where the first
+    differing word falls on average; None when the audit generated no answer (multiple choice only)."""
+    a = agreement.overall
+    if a.identical is None or not a.n:
+        return None
+    answers = f"generated answer{'s' if a.n != 1 else ''}"
+    if a.first_difference_word is None:
+        return f"The adapter changed none of its {a.n} {answers}: each is the base's, word for word."
+    word = ordinal(int(a.first_difference_word + 0.5))  # the mean position, rounded half up
+    return (f"The adapter changed {share_pct(1.0 - a.identical)} of its {a.n} {answers} at all (the first differing "
+            f"word: {word} on average).")
 
 
 def direction(c: MetricComparison) -> str:

@@ -25,7 +25,7 @@ from auditor.reports.junit import render_junit
 from auditor.reports.markdown import SUMMARY_MAX_CHARS, render_checklist, render_summary_md
 from auditor.reports.results_file import RESULTS_SCHEMA_PATH, load_results, schema_error
 from auditor.reports.sarif import render_sarif
-from auditor.reports.view import chart_groups, group_summary, item_rows
+from auditor.reports.view import chart_groups, group_summary, item_rows, ordinal, share_pct
 from auditor.reports.view import reason as _reason
 from auditor.results import AuditResult
 
@@ -54,7 +54,7 @@ def _results():
                       "adapter": {"text": "adapter " + HOSTILE, "n_tokens": 3, "scores": {"numeric_match": a},
                                   "detail": {}}})
     return _complete({
-        "schema_version": 7,
+        "schema_version": 8,
         "verdict": {"verdict": "fail", "warnings": [HOSTILE],
                     "rules": [{"rule": "math.numeric_match: max drop", "rule_id": "math.numeric_match/max-drop",
                                "kind": "limit", "metric": "math.numeric_match", "outcome": "fail",
@@ -266,6 +266,57 @@ def test_baseline_comparison_in_every_output():
     assert "**Against the previous release**" in md and "| previous | candidate |" in md
     junit = render_junit(_typed(r))
     assert 'name="vs previous release: math.numeric_match: max drop"' in junit
+
+
+def _with_agreement(**overall):
+    """The fixture with a second math metric, a multiple-choice capability (no generated answer) and the agreement of
+    50 generated math answers with the base's (43 the same; ``overall`` replaces its figures)."""
+    r = _results()
+    math_c = r["comparisons"][0]
+    r["comparisons"] += [dict(math_c, metric="math.other"),
+                         dict(math_c, metric="knowledge.acc", capability="knowledge")]
+    same = {"identical": 0.86, "n": 50, "first_difference_word": 6.6} | overall
+    r["agreement_with_base"] = {"overall": same, "capabilities": {"math": same}}
+    return r
+
+
+AGREEMENT = "The adapter changed 14% of its 50 generated answers at all (the first differing word: 7th on average)."
+
+
+def test_every_output_shows_how_many_generated_answers_are_the_bases():
+    r = _with_agreement()
+    assert schema_error(r) is None
+    html = render_html(_typed(r))
+    table = html.split('id="capabilities"')[1].split("</table>")[0]
+    assert "<th>same as base</th>" in table
+    rows = [row for row in table.split("</tr>") if "<td" in row]
+    # the capability's share on its first row, nothing on its further rows, — for multiple choice
+    assert [re.findall(r"<td[^>]*>([^<]*)</td>", row)[-1] for row in rows] == ["86%", "", "—"]
+    assert f'<p id="agreement">{AGREEMENT}</p>' in html
+    md = render_summary_md(_typed(r))
+    assert "| same as base |" in md and AGREEMENT in md
+    assert [line.rsplit("|", 2)[1].strip() for line in md.splitlines() if line.startswith("| CAN |")] == \
+        ["86%", "", "—"]
+    text = " ".join(_terminal(_typed(r)).split())
+    assert AGREEMENT in text and "86%" in text
+
+
+def test_the_agreement_sentence_without_a_difference_or_a_generated_answer():
+    r = _with_agreement(identical=1.0, n=6, first_difference_word=None)
+    assert "The adapter changed none of its 6 generated answers: each is the base's, word for word." in \
+        render_summary_md(_typed(r))
+    r["agreement_with_base"] = {"overall": {"identical": None, "n": 0, "first_difference_word": None},
+                                "capabilities": {}}  # multiple choice only
+    md, html = render_summary_md(_typed(r)), render_html(_typed(r))
+    assert "The adapter changed" not in md and 'id="agreement"' not in html
+    assert [line.rsplit("|", 2)[1].strip() for line in md.splitlines() if line.startswith("| CAN |")] == \
+        ["—", "", "—"]
+
+
+def test_ordinals_and_shares_as_the_reports_write_them():
+    assert [ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22, 23, 101, 111, 112)] == [
+        "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "23rd", "101st", "111th", "112th"]
+    assert [share_pct(x) for x in (0.0, 0.001, 0.14, 0.999, 1.0)] == ["0%", "<1%", "14%", ">99%", "100%"]
 
 
 def test_checklist_ticks_only_passed_rules_and_gives_evidence():
