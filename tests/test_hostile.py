@@ -447,7 +447,7 @@ def test_report_html_drops_control_characters(cli, tmp_path):
 
 def _report_with_hostile_text(tmp_path: Path, run) -> tuple[dict[str, str], subprocess.CompletedProcess]:
     """`audit report` on a results.json whose model outputs and adapter card/config text are hostile."""
-    from test_report import _results
+    from report_data import _results
 
     r = _results()
     for it in r["items"]:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import AUDIT, ROOT
 from playwright.sync_api import sync_playwright
-from test_report import _results
+from report_data import _results
 
 from auditor.reports import write_reports
 from auditor.reports.view import item_rows

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from conftest import assert_one_line_error
 from huggingface_hub import EvalResultEntry, parse_eval_result_entries
-from test_report import HOSTILE, _results, _typed
+from report_data import HOSTILE, _results, _typed
 
 from auditor.errors import AuditInputError
 from auditor.reports import report_folder_names, write_eval_results, write_model_card

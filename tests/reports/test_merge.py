@@ -408,7 +408,7 @@ def test_strip_controls_drops_controls_and_shows_bidi_formatting_characters():
 
 
 def test_shards_of_other_capabilities_are_refused_naming_them(tmp_path, cli):
-    from test_report import _results
+    from report_data import _results
 
     from auditor.reports import write_reports
     from auditor.reports.results_file import load_results

@@ -125,6 +125,8 @@ class HFBackend(CachedBackend):
                                                   "vocabulary): use --draft off or auto")
         #: ``base`` or ``off`` (see the class doc)
         self.draft = draft if draft != "auto" else "base" if self.drafts_pay() else "off"
+        #: drafting was chosen by ``auto``: an adapter whose first drafts are mostly rejected decodes the rest
+        self.draft_auto = draft == "auto"
         #: each continuous-batching stream of the run: variant, requests, slots (results.json ``run.hf``)
         self.streams: list[dict[str, Any]] = []
         #: each adapter stream's drafts: variant, requests drafted, drafts accepted whole, draft tokens accepted
@@ -237,7 +239,8 @@ class HFBackend(CachedBackend):
         """What results.json records of the engine (``run.hf``): the batching path, the requests decoded at
         once (continuous: per stream, with its variant; static: items per call), how the slots were chosen, and
         whether adapter answers were drafted from the base's (``draft``; ``drafts``: per adapter stream, the
-        requests drafted, the drafts accepted whole, the draft tokens accepted and given)."""
+        requests drafted, the drafts accepted whole, the draft tokens accepted and given, and with ``--draft auto``
+        why the rest were decoded where the adapter rejected its first drafts: ``stopped``)."""
         return {"batching": self.batching, "streams": list(self.streams), "draft": self.draft,
                 "drafts": list(self.drafts),
                 "attention": self.attention if self.batching == "continuous" else "sdpa",
@@ -496,7 +499,14 @@ class HFBackend(CachedBackend):
         ids = [encode(p.rendered[(it.id, variant)], add_special_tokens=False)["input_ids"] for it in items]
         prefix: list[list[int]] = [[] for _ in items]
         if variant != "base" and self.draft == "base":
-            prefix = self._verify_drafts(p, items, ids, variant, config)
+            waves = -(-len(items) // self._slots(len(items)))
+            if self.draft_auto and waves < self.DRAFT_WAVES:
+                # (one or two waves: the stream lasts as long as its longest answer, which few drafts shorten)
+                self.drafts.append({"variant": variant, "drafted": 0, "accepted_whole": 0, "accepted_tokens": 0,
+                                    "draft_tokens": 0, "stopped": f"{len(items)} requests decode in {waves} "
+                                                                  f"wave{'s' * (waves > 1)} of slots: not drafted"})
+            else:
+                prefix = self._verify_drafts(p, items, ids, variant, config)
         rows: list[list[int] | None] = [None] * len(items)
         todo = []
         for k, (it, row) in enumerate(zip(items, prefix)):
@@ -524,11 +534,20 @@ class HFBackend(CachedBackend):
         eos = config.eos_token_id
         return {int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos]) if e is not None}
 
+    #: with ``--draft auto``: drafts verified first (spread over the stream), and the share of their tokens the
+    #: adapter must accept for the rest to be drafted (below it, verifying costs more than it saves)
+    DRAFT_SAMPLE = 32
+    DRAFT_MIN_ACCEPTED = 0.5
+    #: with ``--draft auto``: a stream is drafted when its requests take at least this many waves of slots
+    DRAFT_WAVES = 3
+
     def _verify_drafts(self, p: Any, items: list[Item], ids: list[list[int]], variant: str,
                        config: Any) -> list[list[int]]:
         """Each item's answer so far under ``variant`` (the active adapter) from the base's answer to it, where this
         call has one (:mod:`auditor.backends.hf.draft`): the verified draft, complete or to be decoded on from;
-        ``[]`` where there is no draft. Counted in ``drafts`` (results.json ``run.hf``)."""
+        ``[]`` where there is no draft. With ``--draft auto`` a first sample of :attr:`DRAFT_SAMPLE` drafts is
+        verified, and the rest only when the adapter accepted :attr:`DRAFT_MIN_ACCEPTED` of its tokens. Counted in
+        ``drafts`` (results.json ``run.hf``)."""
         from .draft import accept, greedy_choices, make_draft
 
         t0 = time.perf_counter()
@@ -536,22 +555,35 @@ class HFBackend(CachedBackend):
         eos = tok.eos_token_id if tok.eos_token_id in eos_ids else min(eos_ids)
         have = [k for k, it in enumerate(items) if (it.id, "base") in p.results]
         # the base's own tokens where known (a fresh answer, a cache entry that keeps them), else its text encoded
-        drafts = [p.tokens[(items[k].id, "base")][:items[k].max_new_tokens] if (items[k].id, "base") in p.tokens
+        drafts = {k: p.tokens[(items[k].id, "base")][:items[k].max_new_tokens] if (items[k].id, "base") in p.tokens
                   and variant not in self.tokenizers
                   else make_draft(tok, p.results[(items[k].id, "base")].text, eos, items[k].max_new_tokens)
-                  for k in have]
+                  for k in have}
         vocab = self.resize.base_size if self.resize is not None and variant not in self.vocab_resize else None
-        choices = greedy_choices(self.model, [ids[k] for k in have], drafts, pad=self.tokenizer.pad_token_id,
-                                 vocab=vocab)
         out: list[list[int]] = [[] for _ in items]
-        whole = accepted = 0
-        for k, draft, chosen in zip(have, drafts, choices):
-            v = accept(draft, chosen, items[k].max_new_tokens, eos_ids)
-            out[k] = v.row
-            whole += v.accepted == len(draft)
-            accepted += v.accepted
-        self.drafts.append({"variant": variant, "drafted": len(have), "accepted_whole": whole,
-                            "accepted_tokens": accepted, "draft_tokens": sum(map(len, drafts))})
+        info: dict[str, Any] = {"variant": variant, "drafted": 0, "accepted_whole": 0, "accepted_tokens": 0,
+                                "draft_tokens": 0}
+
+        def verify(ks: list[int]) -> None:
+            chosen = greedy_choices(self.model, [ids[k] for k in ks], [drafts[k] for k in ks],
+                                    pad=self.tokenizer.pad_token_id, vocab=vocab)
+            for k, c in zip(ks, chosen):
+                v = accept(drafts[k], c, items[k].max_new_tokens, eos_ids)
+                out[k] = v.row
+                info["drafted"] += 1
+                info["accepted_whole"] += v.accepted == len(drafts[k])
+                info["accepted_tokens"] += v.accepted
+                info["draft_tokens"] += len(drafts[k])
+
+        first = have[::max(1, len(have) // self.DRAFT_SAMPLE)][:self.DRAFT_SAMPLE] if self.draft_auto else have
+        verify(first)
+        rest = [k for k in have if k not in set(first)]
+        if rest and info["accepted_tokens"] < self.DRAFT_MIN_ACCEPTED * info["draft_tokens"]:
+            info["stopped"] = (f"the adapter accepted {info['accepted_tokens']} of the first {info['drafted']} "
+                               f"drafts' {info['draft_tokens']} tokens: the other {len(rest)} answers decoded")
+        elif rest:
+            verify(rest)
+        self.drafts.append(info)
         self.stats.draft_s += time.perf_counter() - t0
         return out
 
