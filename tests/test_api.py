@@ -31,7 +31,7 @@ def test_audit_through_the_python_api_returns_the_typed_result(tmp_path):
     agree = result.agreement_with_base
     pairs = [(it.base.text, it.adapter.text) for it in result.items if it.capability == "math"]
     assert list(agree.capabilities) == ["math"] and agree.capabilities["math"] == agreement(pairs) == agree.overall
-    assert agree.overall.n == 4 and agree.overall.identical == sum(b == a for b, a in pairs) / 4
+    assert agree.overall.n_items == 4 and agree.overall.identical == sum(b == a for b, a in pairs) / 4
     # results.json is the record's dict, valid against the shipped schema, and reads back as the same record
     data = result.to_dict()
     assert schema_error(data) is None

@@ -162,9 +162,9 @@ def _result() -> AuditResult:
         policy=PolicyRecord(path="policy.yaml", content={"version": 1}, sha256=SHA),
         comparisons=(_comparison(),),
         agreement_with_base=AgreementWithBase(
-            overall=Agreement(identical=0.75, n=4, first_difference_word=3.0),
-            capabilities={"math": Agreement(identical=0.75, n=4, first_difference_word=3.0),
-                          "ifeval": Agreement(identical=1.0, n=2, first_difference_word=None)}),
+            overall=Agreement(identical=0.75, n_items=4, first_difference_word=3.0),
+            capabilities={"math": Agreement(identical=0.75, n_items=4, first_difference_word=3.0),
+                          "ifeval": Agreement(identical=1.0, n_items=2, first_difference_word=None)}),
         drift=DriftResult(label="math", label_source="model card", target_metric="math.numeric_match",
                           off_target_metrics=("ifeval.prompt_level_strict_acc",), target_gain_pts=-25.0,
                           off_target_gain_pts=0.0, drift_score_pts=25.0, mismatch=True, ci_low_pts=5.0,
@@ -212,16 +212,16 @@ def test_the_agreement_with_the_base_is_recorded_per_capability_and_overall(tmp_
     data = json.loads(json.dumps(_result().to_dict()))
     assert list(data)[list(data).index("comparisons") + 1] == "agreement_with_base"  # beside the deltas
     assert data["agreement_with_base"] == {
-        "overall": {"identical": 0.75, "n": 4, "first_difference_word": 3.0},
-        "capabilities": {"math": {"identical": 0.75, "n": 4, "first_difference_word": 3.0},
-                         "ifeval": {"identical": 1.0, "n": 2, "first_difference_word": None}}}
+        "overall": {"identical": 0.75, "n_items": 4, "first_difference_word": 3.0},
+        "capabilities": {"math": {"identical": 0.75, "n_items": 4, "first_difference_word": 3.0},
+                         "ifeval": {"identical": 1.0, "n_items": 2, "first_difference_word": None}}}
     assert schema_error(data) is None
     path = tmp_path / "results.json"
     path.write_text(json.dumps(data), encoding="utf-8")
     assert load_results(path).agreement_with_base == _result().agreement_with_base
     # an audit of multiple choice only compares no generated answer: nulls, no capability
     empty = dataclasses.replace(_result(), agreement_with_base=AgreementWithBase()).to_dict()
-    assert empty["agreement_with_base"] == {"overall": {"identical": None, "n": 0, "first_difference_word": None},
+    assert empty["agreement_with_base"] == {"overall": {"identical": None, "n_items": 0, "first_difference_word": None},
                                             "capabilities": {}}
     assert schema_error(empty) is None
     schema = json.loads(RESULTS_SCHEMA_PATH.read_text(encoding="utf-8"))
@@ -278,7 +278,7 @@ def _delete(path: str) -> Callable[[Any], None]:
      "greater than the maximum of 1"),
     (_set("agreement_with_base.capabilities.math.first_difference_word", 0),
      "agreement_with_base.capabilities.math.first_difference_word", "less than the minimum of 1"),
-    (_set("agreement_with_base.capabilities.math.n", -1), "agreement_with_base.capabilities.math.n",
+    (_set("agreement_with_base.capabilities.math.n_items", -1), "agreement_with_base.capabilities.math.n_items",
      "less than the minimum of 0"),
 ])
 def test_hostile_edits_fail_validation(edit, where, says):

@@ -36,7 +36,7 @@ def agreement(pairs: Sequence[tuple[str, str]]) -> Agreement:
     if not pairs:
         return Agreement()
     positions = [first_difference_word(b, a) for b, a in pairs if b != a]
-    return Agreement(identical=(len(pairs) - len(positions)) / len(pairs), n=len(pairs),
+    return Agreement(identical=(len(pairs) - len(positions)) / len(pairs), n_items=len(pairs),
                      first_difference_word=sum(positions) / len(positions) if positions else None)
 
 

@@ -95,7 +95,7 @@ class Agreement:
     Attributes:
         identical: share of the items (fraction in [0, 1]) whose adapter answer is the base's answer, character
             for character; None when no item was compared.
-        n: items compared.
+        n_items: items compared.
         first_difference_word: over the items whose answers differ, the mean 1-based position of the first
             whitespace-separated word that differs (``str.split()``); where one answer's words begin the other's,
             the position after the shorter one's last word (``len(shorter) + 1``, also for answers that differ in
@@ -103,7 +103,7 @@ class Agreement:
     """
 
     identical: float | None = None
-    n: int = 0
+    n_items: int = 0
     first_difference_word: float | None = None
 
 

@@ -100,7 +100,7 @@ FIELDS: dict[str, dict[str, Any]] = {
                                        "capability with no generated item (multiple choice) is absent"},
     "Agreement.identical": {**P, "description": "share of the items (fraction in [0, 1]) whose adapter answer is "
                             "exactly the base's answer (the same string); null when n is 0"},
-    "Agreement.n": {**COUNT, "description": "items compared (count)"},
+    "Agreement.n_items": {**COUNT, "description": "items compared (count)"},
     "Agreement.first_difference_word": {**POSITIVE, "description": "over the items whose answers differ: the mean "
                                         "1-based position of the first whitespace-separated word that differs (a "
                                         "word position, not a count of items); where one answer's words begin the "

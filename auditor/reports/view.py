@@ -99,13 +99,13 @@ def agreement_sentence(agreement: AgreementWithBase) -> str | None:
     """One sentence on how many of the adapter's generated answers differ from the base's and where the first
     differing word falls on average; None when the audit generated no answer (multiple choice only)."""
     a = agreement.overall
-    if a.identical is None or not a.n:
+    if a.identical is None or not a.n_items:
         return None
-    answers = f"generated answer{'s' if a.n != 1 else ''}"
+    answers = f"generated answer{'s' if a.n_items != 1 else ''}"
     if a.first_difference_word is None:
-        return f"The adapter changed none of its {a.n} {answers}: each is the base's, word for word."
+        return f"The adapter changed none of its {a.n_items} {answers}: each is the base's, word for word."
     word = ordinal(int(a.first_difference_word + 0.5))  # the mean position, rounded half up
-    return (f"The adapter changed {share_pct(1.0 - a.identical)} of its {a.n} {answers} at all (the first differing "
+    return (f"The adapter changed {share_pct(1.0 - a.identical)} of its {a.n_items} {answers} at all (the first differing "
             f"word: {word} on average).")
 
 

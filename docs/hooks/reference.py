@@ -1,7 +1,7 @@
 """MkDocs hook: the reference pages' generated parts, rendered from the code at build time so they cannot drift.
 
 * ``<!-- results-schema -->``: auditor/data/schemas/results.schema.json as tables (the schema is itself generated from
-  the result records, ``python -m auditor.records.json_schema --write``, and is what ``audit report`` validates);
+  the result records, ``python -m auditor.records.schema_files --write``, and is what ``audit report`` validates);
 * ``<!-- metric-ids -->``: the metric ids a policy may name, from the scorer registry
   (:func:`auditor.policy.metric_ids.metric_ids_markdown`, the same table the README carries).
 """

@@ -47,11 +47,11 @@ def test_per_capability_and_overall_on_generated_items_only():
     gens = [*_answers("base", base), *_answers("adapter0", adapter), *_answers("baseline", baseline)]
     result = agreement_with_base(items, gens, "adapter0")
     assert result.capabilities == {
-        "math": Agreement(identical=0.25, n=4, first_difference_word=3.0),  # (4 + 4 + 1) / 3
-        "ifeval": Agreement(identical=1.0, n=2, first_difference_word=None),  # none differs: null
+        "math": Agreement(identical=0.25, n_items=4, first_difference_word=3.0),  # (4 + 4 + 1) / 3
+        "ifeval": Agreement(identical=1.0, n_items=2, first_difference_word=None),  # none differs: null
     }
     assert list(result.capabilities) == ["math", "ifeval"]  # in the items' order; knowledge is absent
-    assert result.overall == Agreement(identical=0.5, n=6, first_difference_word=3.0)
+    assert result.overall == Agreement(identical=0.5, n_items=6, first_difference_word=3.0)
 
 
 def test_no_generated_item_compares_nothing():
@@ -59,7 +59,7 @@ def test_no_generated_item_compares_nothing():
     gens = [*_answers("base", {"knowledge/a": " B"}), *_answers("adapter", {"knowledge/a": " A"})]
     result = agreement_with_base(items, gens, "adapter")
     assert result.capabilities == {}
-    assert result.overall == Agreement(identical=None, n=0, first_difference_word=None) == agreement([])
+    assert result.overall == Agreement(identical=None, n_items=0, first_difference_word=None) == agreement([])
 
 
 def test_an_unpaired_item_is_refused():

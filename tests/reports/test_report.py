@@ -217,7 +217,7 @@ def _with_agreement(**overall):
     math_c = r["comparisons"][0]
     r["comparisons"] += [dict(math_c, metric="math.other"),
                          dict(math_c, metric="knowledge.acc", capability="knowledge")]
-    same = {"identical": 0.86, "n": 50, "first_difference_word": 6.6} | overall
+    same = {"identical": 0.86, "n_items": 50, "first_difference_word": 6.6} | overall
     r["agreement_with_base"] = {"overall": same, "capabilities": {"math": same}}
     return r
 
@@ -244,10 +244,10 @@ def test_every_output_shows_how_many_generated_answers_are_the_bases():
 
 
 def test_the_agreement_sentence_without_a_difference_or_a_generated_answer():
-    r = _with_agreement(identical=1.0, n=6, first_difference_word=None)
+    r = _with_agreement(identical=1.0, n_items=6, first_difference_word=None)
     assert "The adapter changed none of its 6 generated answers: each is the base's, word for word." in \
         render_summary_md(_typed(r))
-    r["agreement_with_base"] = {"overall": {"identical": None, "n": 0, "first_difference_word": None},
+    r["agreement_with_base"] = {"overall": {"identical": None, "n_items": 0, "first_difference_word": None},
                                 "capabilities": {}}  # multiple choice only
     md, html = render_summary_md(_typed(r)), render_html(_typed(r))
     assert "The adapter changed" not in md and 'id="agreement"' not in html
