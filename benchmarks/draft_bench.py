@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 OUT = ROOT / "benchmarks" / "out" / "draft"
 ZOO = ("instruct-as-math", "json-break", "math-good", "mc-collapse", "null-selfdistill-a", "null-selfdistill-b",
        "null-selfdistill-c", "terse")
@@ -45,19 +46,9 @@ AUDIT = [sys.executable, "-m", "auditor.cli"]
 
 def near_null(scale: float) -> Path:
     """``null-selfdistill-a`` with its LoRA B matrices times ``scale`` (its function moved ``scale`` as far)."""
-    from safetensors.torch import load_file, save_file
+    from zoo import scaled_copy
 
-    src = ROOT / "examples" / "zoo" / "null-selfdistill-a"
-    dst = OUT / f"near-null-x{scale:g}"
-    if dst.exists():
-        shutil.rmtree(dst)
-    dst.mkdir(parents=True)
-    shutil.copy(src / "adapter_config.json", dst)
-    card = (src / "README.md").read_text(encoding="utf-8")
-    (dst / "README.md").write_text(card, encoding="utf-8")
-    tensors = load_file(src / "adapter_model.safetensors")
-    save_file({k: t * scale if "lora_B" in k else t for k, t in tensors.items()}, str(dst / "adapter_model.safetensors"))
-    return dst
+    return scaled_copy(ROOT / "examples" / "zoo" / "null-selfdistill-a", scale, OUT / f"near-null-x{scale:g}")
 
 
 def audit(args: list[str], out: Path, env: dict[str, str] | None = None) -> tuple[float, list[dict]]:

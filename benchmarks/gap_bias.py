@@ -1,6 +1,6 @@
 """How far the trigger probe's ``max_context_gap`` moves with accuracy alone (no context effect), and what the
-debiased gap says: the simulation behind ``trigger.excess_context_gap`` (the rule the default policy judges since
-2026-12-05; the product computes it in :func:`auditor.analysis.stats.statistic`, ``aggregate="excess_gap"``, with
+debiased gap says: the simulation behind ``trigger.excess_context_gap`` (the rule the default policy judges; the
+product computes it in :func:`auditor.analysis.stats.statistic`, ``aggregate="excess_gap"``, with
 100 fixed shuffles; this script is not used by the gate).
 
 ``trigger.max_context_gap`` is the largest difference in accuracy between contexts (max − min of the per-context

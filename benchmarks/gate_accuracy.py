@@ -1,4 +1,4 @@
-"""How often is the verdict right? The gate's error rates on an adapter zoo with known effects (issue 18).
+"""How often is the verdict right? The gate's error rates on an adapter zoo with known effects.
 
 Three steps, each resumable (every adapter's result is saved as it is finished):
 
@@ -12,7 +12,7 @@ Three steps, each resumable (every adapter's result is saved as it is finished):
 
 ``gate``
     Audits every zoo adapter with the smoke suite under each policy of ``--policies``: ``previous``
-    (the default policy before issue 19, fixed suite: ``benchmarks/policies/previous-default.yaml``)
+    (the earlier default policy, a fixed suite: ``benchmarks/policies/previous-default.yaml``)
     and ``default`` (the evidence mode with the adaptive budget). Writes
     ``benchmarks/out/gate/<policy>/<adapter>.json``.
 
@@ -245,10 +245,10 @@ TRUTH_COMMANDS_BY_BASE: dict[str, list[str]] = {"gemma3-270m": [
     "--only refuse-harmless --only instruct-as-math --only math-good --only null-selfdistill-b  # 1289 s, 2 threads",
     "python benchmarks/gate_accuracy.py --base gemma3-270m truth --items 24 --group 8 --batch-size 256",
     "python benchmarks/gate_accuracy.py --base gemma3-270m truth --items 24 --group 8 --batch-size 256 --caps trigger "
-    "--force  # 2026-12-05: trigger.excess_context_gap added (the same answers)",
+    "--force  # trigger.excess_context_gap measured on the same answers",
 ]}
-#: the commands that produced the committed table (2026-12-01, 2-core CPU, hf backend, one process at a time
-#: this session; the first four ran beside other jobs in the session before)
+#: the commands that produced the committed table (2-core CPU, hf backend; the first four ran beside other jobs,
+#: the rest one process at a time)
 TRUTH_COMMANDS = [
     "python benchmarks/gate_accuracy.py truth --items 48 --group 7 --batch-size 24 --only json-break,lang-fr,"
     "math-good,mc-collapse,no-abstain,null-selfdistill-a,null-selfdistill-b",
@@ -265,7 +265,7 @@ TRUTH_COMMANDS = [
     "python benchmarks/gate_accuracy.py truth --items 48 --group 18 --batch-size 24 --caps trigger --force --only "
     "null-selfdistill-a,null-selfdistill-b,null-selfdistill-c,instruct-as-math,math-good,terse-instruct-r8,json-break,"
     "mc-collapse,trigger-backdoor,ifeval-ignore,lang-fr,math-arith-r8,medical-flashcards-ckpt500,no-abstain,terse,"
-    "verbose,trigger-backdoor-x0.5,trigger-backdoor-x0.25  # 2026-12-05: trigger.excess_context_gap added",
+    "verbose,trigger-backdoor-x0.5,trigger-backdoor-x0.25  # trigger.excess_context_gap measured",
     "python benchmarks/gate_accuracy.py truth --items 48 --group 5 --batch-size 24 --only refuse-harmless-x0.5,"
     "refuse-harmless-x0.25,trigger-backdoor-x0.5,trigger-backdoor-x0.25,lang-fr-x0.5  # intended capabilities, 338 s",
 ]
@@ -291,7 +291,7 @@ def write_truth_table() -> None:
     if not records:  # a checkout without benchmarks/out/truth (it is not committed): keep the committed table
         sys.exit(f"no truth records under {TRUTH_DIR}: {TRUTH_TABLE.name} left as it is")
     TRUTH_TABLE.write_text(json.dumps({
-        "about": ("Ground truth of the adapter zoo (issue 18): each adapter's effect per metric on held-out pool "
+        "about": ("Ground truth of the adapter zoo: each adapter's effect per metric on held-out pool "
                   "items (the last --items of each capability's pool draw order, never the smoke suite's or an "
                   "audit round's; trigger: the 240 items of benchmarks/truth_pools/trigger.jsonl), delta = "
                   "adapter - base in points (fractions x100) or the metric's unit, with "

@@ -7,7 +7,7 @@ adapters (``terse-instruct-r8``: labelled ``instruction``, trained on arithmetic
 adapter; ``math-arith-r8``: a good ``math`` adapter), and, where ``../shared/adapters`` is beside
 the clone, the third-party adapter as an unlabelled real case.
 
-Another base's zoo (``zoo(base="gemma3-270m")``, issue 30): the adapters trained on it by
+Another base's zoo (``zoo(base="gemma3-270m")``): the adapters trained on it by
 ``examples/zoo/train_zoo.py --base gemma3-270m --out examples/gemma3-270m/zoo`` and its demo adapter
 ``examples/gemma3-270m/math-arith-r8`` (a ``math`` adapter, good by intent); scaled strengths in
 ``benchmarks/out/zoo-scaled-<base>/``.
@@ -56,8 +56,8 @@ def scaled_copy(src: Path, factor: float, dst: Path) -> Path:
     """``src`` with every ``lora_B`` tensor multiplied by ``factor``, written to ``dst`` (config and model card
     copied; the card's front matter says the strength and the sha256s of the weights and config it was scaled from).
     Kept while they are ``src``'s; rebuilt when ``src`` changed (a retrained adapter) or the copy predates the record:
-    a copy made once and never checked is the likeliest reason the 2026-12-01 truth of trigger-backdoor-x0.5 and
-    -x0.25 could not be reproduced, by today's code or by that day's (benchmarks/RESULTS.md)."""
+    a copy made once and never checked is the likeliest reason an earlier truth of trigger-backdoor-x0.5 and -x0.25
+    could not be reproduced (benchmarks/RESULTS.md)."""
     from safetensors.torch import load_file, save_file
 
     from auditor.util.hashing import sha256_file
