@@ -98,9 +98,9 @@ def test_each_family_audits_end_to_end_on_hf(family, base_model, tmp_path, cli):
     extra = ["--chat-template-arg", "enable_thinking=false"] if FAMILIES[family][3] == "thinking" else []
     r = cli(adapter, "--base", base, "--capability", "math", "--capability", "ifeval", "--limit", "2",
             "--budget", "0", "--backend", "hf", "--out", out, "--quiet", *extra)
-    assert r.returncode in (0, 1), r.stderr[-3000:]
+    assert r.returncode == 0, r.stderr[-3000:]
     res = json.loads((out / "results.json").read_text())
-    assert res["verdict"]["verdict"] in ("pass", "fail", "inconclusive")
+    assert res["verdict"]["verdict"] == "pass"
     model_type = json.loads((base / "config.json").read_text())["model_type"]
     assert model_type == family
     # every target module of the family took the LoRA, and the weight-space pre-screen measured it
@@ -129,8 +129,9 @@ def test_a_thinking_template_is_left_at_its_default_unless_asked(base_model, tmp
     base, adapter = _tiny_family("qwen3", base_model, tmp_path)
     out = tmp_path / "out"
     r = cli(adapter, "--base", base, "--capability", "math", "--limit", "1", "--budget", "0", "--out", out, "--quiet")
-    assert r.returncode in (0, 1), r.stderr[-3000:]
+    assert r.returncode == 0, r.stderr[-3000:]
     res = json.loads((out / "results.json").read_text())
+    assert res["verdict"]["verdict"] == "pass"
     assert all(it["rendered_prompt"].endswith("<|im_start|>assistant\n") for it in res["items"])
     assert "template_args" not in res["run"]["prompts"]["base"]
     bad = cli(adapter, "--base", base, "--chat-template-arg", "enable_thinking", "--out", tmp_path / "o2")

@@ -223,8 +223,9 @@ def test_second_audit_comes_from_the_cache_and_gives_the_same_results(tmp_path, 
     for k in range(2):
         out = tmp_path / f"run{k}"
         proc = cli(TERSE, "--capability", "math", "--limit", "2", "--out", out)
-        assert proc.returncode in (0, 1), proc.stderr
+        assert proc.returncode == 0, proc.stderr
         runs.append(json.loads((out / "results.json").read_text()))
+        assert runs[-1]["verdict"]["verdict"] == "pass"
         # the pre-screen (computed, then read from the cache) is announced before any model output and timed
         log = proc.stderr
         assert "weight-space pre-screen: 1 adapter, 60 adapted modules" in log, log
@@ -245,9 +246,10 @@ def test_several_adapters_share_one_base_pass(tmp_path, cli):
     out = tmp_path / "multi"
     proc = cli(TERSE, MATH / "adapter_model.safetensors", "--capability", "math", "--limit", "2", "--no-cache",
                "--out", out)
-    assert proc.returncode in (0, 1), proc.stderr
+    assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in out.iterdir()) == ["index.html", "math-arith-r8", "terse-instruct-r8"]
     terse, math = (json.loads((out / n / "results.json").read_text()) for n in ("terse-instruct-r8", "math-arith-r8"))
+    assert terse["verdict"]["verdict"] == math["verdict"]["verdict"] == "pass"
     # the base variant was generated once and both reports compare against the same answers
     assert terse["run"]["generated"] == {"base": 2, "adapter": 2} == math["run"]["generated"]
     assert terse["run"]["adapters_in_run"] == 2

@@ -110,12 +110,11 @@ def test_three_adapters_on_a_local_ray_cluster_give_the_single_process_results(t
         t0 = time.perf_counter()
         r = cli(*args, "--out", tmp_path / name, *extra)
         times[name] = time.perf_counter() - t0
-        assert r.returncode in (0, 1), r.stderr[-3000:]
-        times[f"{name}_code"] = r.returncode
+        assert r.returncode == 0, r.stderr[-3000:]
     print(f"wall time, 3 tiny adapters: single {times['single']:.1f} s, --ray 2 workers {times['ray']:.1f} s")
-    assert times["single_code"] == times["ray_code"]
     single, on_ray = _results(tmp_path / "single"), _results(tmp_path / "ray")
     assert len(single) == 3 and sorted(single) == sorted(on_ray)
+    assert {n: r["verdict"]["verdict"] for n, r in single.items()} == dict.fromkeys(single, "pass")
     for name in single:
         assert normalised(on_ray[name]) == normalised(single[name]), name
     # the placement: two workers on two nodes, the base pass on worker 0, each adapter on one worker
@@ -216,9 +215,10 @@ def test_three_zoo_adapters_on_the_embedded_base_give_the_single_process_results
         # local cache, and so the converted base at one path, shared
         monkeypatch.setenv("AUDITOR_GENERATION_CACHE", str(tmp_path / f"answers-{name}"))
         r = cli(*args, "--out", tmp_path / name, *extra)
-        assert r.returncode in (0, 1), r.stderr[-3000:]
+        assert r.returncode == 0, r.stderr[-3000:]
     single, on_ray = _results(tmp_path / "single"), _results(tmp_path / "ray")
     assert len(single) == 3 and sorted(single) == sorted(on_ray)
+    assert {n: r["verdict"]["verdict"] for n, r in single.items()} == dict.fromkeys(single, "pass")
     for name in single:
         assert normalised(on_ray[name]) == normalised(single[name]), name
 

@@ -173,9 +173,10 @@ def test_audit_records_which_template_rendered_each_variant(tmp_path, cli):
     shutil.copytree(MEDICAL, medical)
     out = tmp_path / "own"
     proc = cli(medical, "--capability", "math", "--limit", "2", "--budget", "0", "--out", out)
-    assert proc.returncode in (0, 1), proc.stderr
+    assert proc.returncode == 0, proc.stderr
     assert "ships its own chat template (tokenizer_config.json), which differs" in " ".join(proc.stderr.split())
     r = json.loads((out / "results.json").read_text())
+    assert r["verdict"]["verdict"] == "pass"
     p = r["run"]["prompts"]
     assert p["base"]["chat_template"] == "base" and p["adapter"]["chat_template"] == "adapter"
     assert p["adapter"]["template_file"] == str(medical / "tokenizer_config.json") and p["adapter"]["tokenizer"] == "base"
@@ -193,9 +194,10 @@ def test_audit_records_which_template_rendered_each_variant(tmp_path, cli):
     out = tmp_path / "base"
     proc = cli(medical, "--capability", "math", "--limit", "2", "--budget", "0", "--chat-template", "base",
                  "--out", out)
-    assert proc.returncode in (0, 1), proc.stderr
+    assert proc.returncode == 0, proc.stderr
     assert "own chat template (tokenizer_config.json) was not used" in " ".join(proc.stderr.split())
     r = json.loads((out / "results.json").read_text())
+    assert r["verdict"]["verdict"] == "pass"
     assert r["run"]["prompts"]["adapter"]["chat_template"] == "base"
     assert all("rendered_prompts" not in it for it in r["items"])
     assert "Prompts rendered with" not in (out / "summary.md").read_text()  # one template for both variants

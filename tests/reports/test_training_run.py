@@ -46,11 +46,12 @@ def test_a_run_folder_is_audited_in_step_order(tmp_path, cli, base_model):
     proc = cli(run, "--capability", "over_refusal", "--limit", "20", "--budget", "0", "--out", out,
                "--data-dir", SHARED / "data", "--eval-results", tmp_path / "hub", "--eval-results-dataset", DATASET,
                "--model-card", str(run / "{adapter}" / "README.md"), "--overwrite")
-    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    assert proc.returncode == 1, proc.stderr[-3000:]  # the over-refusal checkpoint fails
     data = json.loads((out / "run.json").read_text(encoding="utf-8"))
     # the Hub's files of each checkpoint: its own .eval_results and its own card's section
     for c in data["checkpoints"]:
         saved = json.loads((out / c["report"] / "results.json").read_text(encoding="utf-8"))
+        assert saved["verdict"]["verdict"] == ("fail" if Path(c["path"]).name == "checkpoint-3" else "pass")
         (comparison,) = saved["comparisons"]
         (entry,) = _entries(tmp_path / "hub" / c["report"])["over_refusal.refusal_rate.yaml"]
         assert entry["value"] == round(100 * comparison["adapter"], 2) and entry["date"] == saved["run"]["created_at"]
