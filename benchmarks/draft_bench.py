@@ -166,8 +166,8 @@ def part_c(dtype: str, zoo: list[str], batch_size: int | str, scale: float) -> l
         b = HFBackend(base.path, adapters, dtype=dtype, cache=GenerationCache(Path(tmp) / "seed"),
                       base_digest="bench-base", draft="off", batch_size=batch_size)
         b.show_progress = False
-        base_requests = plan_requests(dataclasses.replace(suite, items=tuple(items)), ("base",))
-        b.generate(base_requests)
+        generated = dataclasses.replace(suite, items=tuple(items))
+        b.generate(plan_requests(generated, ("base",)))
         ratios: dict[str, list[float]] = {"auto": [], "base": []}
         for name in zoo:
             got = {}
@@ -175,7 +175,7 @@ def part_c(dtype: str, zoo: list[str], batch_size: int | str, scale: float) -> l
                 cache = Path(tmp) / f"{name}-{mode}"
                 shutil.copytree(Path(tmp) / "seed", cache)
                 b.cache, b.draft, b.draft_auto = GenerationCache(cache), "off" if mode == "off" else "base", mode == "auto"
-                requests = [r for it in items for r in plan_requests_one(it, name)]
+                requests = plan_requests(generated, ("base", name))
                 t0 = time.perf_counter()
                 gens = b.generate(requests)
                 got[mode] = (time.perf_counter() - t0, [g for g in gens if g.variant == name],
@@ -190,12 +190,6 @@ def part_c(dtype: str, zoo: list[str], batch_size: int | str, scale: float) -> l
         lines.append("    mean ratio: --draft auto " + f"{sum(ratios['auto']) / len(zoo):.2f}, --draft base "
                      f"{sum(ratios['base']) / len(zoo):.2f} [goal <= 0.5]")
     return lines
-
-
-def plan_requests_one(item, variant: str):
-    from auditor.records import Request
-
-    return [Request(item=item, variant="base"), Request(item=item, variant=variant)]
 
 
 def main() -> None:

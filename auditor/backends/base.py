@@ -49,8 +49,6 @@ class GenerationStats:
     scored_tokens: dict[str, int] = field(default_factory=dict)
     #: seconds spent scoring them
     score_s: float = 0.0
-    #: seconds spent verifying drafts of adapter answers (hf: :mod:`auditor.backends.hf.draft`)
-    draft_s: float = 0.0
 
 
 class Backend(Protocol):

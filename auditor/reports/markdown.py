@@ -43,7 +43,8 @@ def render_summary_md(result: AuditResult, report_name: str = "report.html") -> 
     names are escaped plain text, never inside code spans, where escapes do not work):
     verdict, the chat templates when base and adapter were prompted differently, failing rules,
     the capability table (Δ in points with its CI; the share of each capability's generated answers that are the
-    base's) and how many generated answers the adapter changed at all, DriftScore, and ``report_name`` (the full report's link-friendly name).
+    base's) and how many generated answers the adapter changed at all, DriftScore, and ``report_name`` (the full
+    report's link-friendly name).
     At most :data:`SUMMARY_MAX_CHARS` characters (the table is cut, saying so)."""
     v = result.verdict
     icon = "✅" if v.verdict == "pass" else "❌"

@@ -29,6 +29,7 @@ from .attention import attention_path
 from .batching import auto_batch_size
 from .batching import batches as _batches
 from .batching import free_memory_bytes as _free_memory_bytes
+from .draft import Verified, accept, greedy_choices, make_draft
 
 if TYPE_CHECKING:
     from ...options import AuditOptions
@@ -497,7 +498,7 @@ class HFBackend(CachedBackend):
         # the longest budgets first: a long answer started last would decode alone at the stream's end
         items = sorted(items, key=lambda it: -it.max_new_tokens)
         ids = [encode(p.rendered[(it.id, variant)], add_special_tokens=False)["input_ids"] for it in items]
-        prefix: list[list[int]] = [[] for _ in items]
+        verified: list[Verified | None] = [None] * len(items)
         if variant != "base" and self.draft == "base":
             waves = -(-len(items) // self._slots(len(items)))
             if self.draft_auto and waves < self.DRAFT_WAVES:
@@ -506,12 +507,13 @@ class HFBackend(CachedBackend):
                                     "draft_tokens": 0, "stopped": f"{len(items)} requests decode in {waves} "
                                                                   f"wave{'s' * (waves > 1)} of slots: not drafted"})
             else:
-                prefix = self._verify_drafts(p, items, ids, variant, config)
+                verified = self._verify_drafts(p, items, ids, variant, config)
+        prefix = [[] if v is None else v.row for v in verified]
         rows: list[list[int] | None] = [None] * len(items)
         todo = []
-        for k, (it, row) in enumerate(zip(items, prefix)):
-            if row and (len(row) >= it.max_new_tokens or row[-1] in self._eos_ids(config)):
-                rows[k] = row
+        for k, v in enumerate(verified):
+            if v is not None and v.done:
+                rows[k] = v.row
                 advance(1)
             else:
                 todo.append(k)
@@ -542,15 +544,12 @@ class HFBackend(CachedBackend):
     DRAFT_WAVES = 3
 
     def _verify_drafts(self, p: Any, items: list[Item], ids: list[list[int]], variant: str,
-                       config: Any) -> list[list[int]]:
+                       config: Any) -> list[Verified | None]:
         """Each item's answer so far under ``variant`` (the active adapter) from the base's answer to it, where this
         call has one (:mod:`auditor.backends.hf.draft`): the verified draft, complete or to be decoded on from;
-        ``[]`` where there is no draft. With ``--draft auto`` a first sample of :attr:`DRAFT_SAMPLE` drafts is
+        None where there is no draft or it was not verified. With ``--draft auto`` a first sample of :attr:`DRAFT_SAMPLE` drafts is
         verified, and the rest only when the adapter accepted :attr:`DRAFT_MIN_ACCEPTED` of its tokens. Counted in
         ``drafts`` (results.json ``run.hf``)."""
-        from .draft import accept, greedy_choices, make_draft
-
-        t0 = time.perf_counter()
         tok, eos_ids = self.tokenizer_for(variant), self._eos_ids(config)
         eos = tok.eos_token_id if tok.eos_token_id in eos_ids else min(eos_ids)
         have = [k for k, it in enumerate(items) if (it.id, "base") in p.results]
@@ -560,7 +559,7 @@ class HFBackend(CachedBackend):
                   else make_draft(tok, p.results[(items[k].id, "base")].text, eos, items[k].max_new_tokens)
                   for k in have}
         vocab = self.resize.base_size if self.resize is not None and variant not in self.vocab_resize else None
-        out: list[list[int]] = [[] for _ in items]
+        out: list[Verified | None] = [None] * len(items)
         info: dict[str, Any] = {"variant": variant, "drafted": 0, "accepted_whole": 0, "accepted_tokens": 0,
                                 "draft_tokens": 0}
 
@@ -568,8 +567,7 @@ class HFBackend(CachedBackend):
             chosen = greedy_choices(self.model, [ids[k] for k in ks], [drafts[k] for k in ks],
                                     pad=self.tokenizer.pad_token_id, vocab=vocab)
             for k, c in zip(ks, chosen):
-                v = accept(drafts[k], c, items[k].max_new_tokens, eos_ids)
-                out[k] = v.row
+                v = out[k] = accept(drafts[k], c, items[k].max_new_tokens, eos_ids)
                 info["drafted"] += 1
                 info["accepted_whole"] += v.accepted == len(drafts[k])
                 info["accepted_tokens"] += v.accepted
@@ -577,14 +575,14 @@ class HFBackend(CachedBackend):
 
         first = have[::max(1, len(have) // self.DRAFT_SAMPLE)][:self.DRAFT_SAMPLE] if self.draft_auto else have
         verify(first)
-        rest = [k for k in have if k not in set(first)]
+        sampled = set(first)
+        rest = [k for k in have if k not in sampled]
         if rest and info["accepted_tokens"] < self.DRAFT_MIN_ACCEPTED * info["draft_tokens"]:
             info["stopped"] = (f"the adapter accepted {info['accepted_tokens']} of the first {info['drafted']} "
                                f"drafts' {info['draft_tokens']} tokens: the other {len(rest)} answers decoded")
         elif rest:
             verify(rest)
         self.drafts.append(info)
-        self.stats.draft_s += time.perf_counter() - t0
         return out
 
     def _stream_generation_config(self, max_new_tokens: int) -> Any:

@@ -9,8 +9,10 @@ choice is taken, and decoding goes on from there. This is the verification step 
 (Leviathan, Kalman and Matias, "Fast Inference from Transformers via Speculative Decoding", arXiv:2211.17192),
 with the base model as the draft model and greedy acceptance, which keeps the answer the adapter's own.
 
-The draft is the base's answer as text, encoded again with the adapter's tokenizer, then the EOS token: a draft
-need not be the token sequence the base produced, since every accepted token is one the adapter chose itself.
+The draft is the base's answer as the base produced it (its token ids, EOS included, from this run's stream or
+the answer cache), or, where only its text is known, the text encoded again with the adapter's tokenizer and the
+EOS token: a draft need not be the token sequence the base produced, since every accepted token is one the
+adapter chose itself.
 What differs from plain decoding is numeric only: the verification computes a position's logits in a prefill
 pass, decoding in a decode step, and two kernels may round a near-tie apart (measured in benchmarks/RESULTS.md).
 """
