@@ -84,47 +84,66 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 #: the test files that take longest, longest first (seconds of one worker, measured 2026-12-05 on 2 cores under
 #: ``scripts/test.sh``): handed out first, so that the run does not end with one of them alone on one worker
-LONGEST_FILES = ("test_verdicts.py",  # two whole default audits in one process: about 6 min on one thread
+LONGEST_FILES = ("test_verdicts.py",  # the demo audit (two adapters, every default): about 5 min on one thread
                  "test_cli.py", "backends/test_ray.py", "callback/test_audit_callback.py",  # 460, 195, 190 s
                  "test_crash.py", "backends/test_cache.py", "backends/test_cache_shared.py",  # 140, 135, 115 s
                  "backends/test_vllm.py", "inspect/test_tokenizer_files.py", "test_model_families.py",  # 110, 100, 95 s
                  "backends/test_openai.py", "backends/test_vllm_setup.py", "inspect/test_base_model.py")  # 80, 80, 60 s
+#: the test files that wait for a session fixture another file starts (:func:`demo_pair`): handed out last
+LAST_FILES = ("reports/test_browser.py",)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The longest test files first (:data:`LONGEST_FILES`), then the other files that hold slow (real-model,
-    end-to-end) tests, then the rest; each file's tests in their order. Under xdist (``scripts/test.sh``:
+    end-to-end) tests, then the rest, then :data:`LAST_FILES`; each file's tests in their order. Under xdist (``scripts/test.sh``:
     ``--dist loadfile``, each file whole on one worker) a long file handed out last would run alone at the end
     while the other workers idle. The order changes no result: every test sets up what it needs."""
     tests = Path(__file__).resolve().parent
     rank = {tests / name: k for k, name in enumerate(LONGEST_FILES)}
+    last = {tests / name for name in LAST_FILES}
     slow = {item.path for item in items if item.get_closest_marker("slow")}
     # a stable sort: the order is kept otherwise
-    items.sort(key=lambda item: rank.get(item.path, len(rank) + (item.path not in slow)))
+    items.sort(key=lambda item: rank.get(item.path, len(rank) + (item.path not in slow) + 2 * (item.path in last)))
+
+
+def _audit_once(factory: pytest.TempPathFactory, name: str, args: list[str],
+                timeout: int) -> tuple[subprocess.CompletedProcess, Path]:
+    """``audit *args --out FOLDER --quiet`` run once per test run, whatever the number of workers: the first
+    xdist worker to ask runs it under a file lock (the pattern pytest-xdist documents for a session fixture
+    that must run once), the others wait and read what it wrote. Returns the process and FOLDER. A test that
+    changes a report copies it first."""
+    from filelock import FileLock
+
+    root = factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's folder, above each worker's own
+    folder, record = root / name, root / f"{name}.json"
+    with FileLock(str(root / f"{name}.lock")):
+        if not record.is_file():
+            argv = [*AUDIT, *args, "--out", str(folder), "--quiet"]
+            proc = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+            record.write_text(json.dumps({"args": argv, "returncode": proc.returncode, "stdout": proc.stdout,
+                                          "stderr": proc.stderr}))
+    r = json.loads(record.read_text())
+    return subprocess.CompletedProcess(r["args"], r["returncode"], r["stdout"], r["stderr"]), folder
+
+
+@pytest.fixture(scope="session")
+def demo_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, Path]:
+    """The README's demo audit: the mislabelled ``terse-instruct-r8`` and the zoo's ``math-good`` in one run
+    (one base pass), every default (smoke suite, default policy, ``--dtype auto``, rounds): the process, and
+    the folder with one report folder per adapter."""
+    return _audit_once(tmp_path_factory, "demo-pair", [str(DEMO_ADAPTERS / "terse-instruct-r8"),
+                                                       str(ROOT / "examples" / "zoo" / "math-good")], 3000)
 
 
 @pytest.fixture(scope="session")
 def failing_demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, Path]:
-    """The mislabelled demo adapter (``examples/adapters/terse-instruct-r8``) audited once per test run on math
-    and IFEval (16 items each, fp32, a 96-item budget, ``--quiet``): the audit process's exit code and output,
-    and its report folder. The xdist workers share it: the first to ask runs it under a file lock (the pattern
-    pytest-xdist documents for a session fixture that must run once), the others wait and read what it wrote.
-    A test that changes a report copies it first."""
-    from filelock import FileLock
-
-    root = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        root = root.parent  # the run's folder, above each worker's own
-    folder, record = root / "failing-demo", root / "failing-demo.json"
-    with FileLock(str(root / "failing-demo.lock")):
-        if not record.is_file():
-            args = [*AUDIT, str(DEMO_ADAPTERS / "terse-instruct-r8"), "--capability", "math", "--capability", "ifeval",
-                    "--limit", "16", "--budget", "96", "--dtype", "float32", "--out", str(folder), "--quiet"]
-            proc = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, timeout=1800)
-            record.write_text(json.dumps({"args": args, "returncode": proc.returncode, "stdout": proc.stdout,
-                                          "stderr": proc.stderr}))
-    r = json.loads(record.read_text())
-    return subprocess.CompletedProcess(r["args"], r["returncode"], r["stdout"], r["stderr"]), folder
+    """The mislabelled demo adapter (``examples/adapters/terse-instruct-r8``) on math and IFEval (16 items
+    each, fp32, a 96-item budget, ``--quiet``): the audit process and its report folder."""
+    return _audit_once(tmp_path_factory, "failing-demo", [
+        str(DEMO_ADAPTERS / "terse-instruct-r8"), "--capability", "math", "--capability", "ifeval", "--limit", "16",
+        "--budget", "96", "--dtype", "float32"], 1800)
 
 # SmolLM2-135M: hidden 576, 9 query heads / 3 kv heads of 64, MLP 1536, 30 layers
 HIDDEN, KV, MLP, LAYERS = 576, 192, 1536, 30

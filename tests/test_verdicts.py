@@ -7,23 +7,16 @@ bfloat16 on a CPU with native bf16, else float32): these verdicts hold on either
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
-from conftest import AUDIT, DEMO_ADAPTERS, ROOT
 
 pytestmark = pytest.mark.slow
 
-GOOD = ROOT / "examples" / "zoo" / "math-good"
-BAD = DEMO_ADAPTERS / "terse-instruct-r8"
-
 
 @pytest.fixture(scope="module")
-def pair(tmp_path_factory):
-    out = tmp_path_factory.mktemp("verdicts")
-    proc = subprocess.run([*AUDIT, str(BAD), str(GOOD), "--out", str(out), "--quiet"], capture_output=True,
-                          text=True, cwd=ROOT, timeout=3000)
-    return proc, out
+def pair(demo_pair):
+    """``audit terse-instruct-r8 math-good --quiet`` (conftest: the run is shared with the report's browser test)."""
+    return demo_pair
 
 
 def _results(out, name):

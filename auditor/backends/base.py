@@ -279,8 +279,8 @@ class CachedBackend:
 
     def loglikelihood_settings(self) -> dict:
         """What decides a choice's log-likelihood besides the model, the adapter and the text: part of its
-        cache key (the backend, the numeric path, the package versions; not the batch, which does not
-        change a log-likelihood on the paths that compute them one item at a time)."""
+        cache key (the backend, the numeric path, the package versions; not the batch: a backend whose
+        log-likelihoods depend on what else is in its batch says how it batches here)."""
         return {k: v for k, v in self.settings().items() if k in ("backend", "device", "dtype", "versions")} \
             | {"output_type": "multiple_choice"}
 

@@ -20,7 +20,7 @@ from ...cache import GenerationCache
 from ...errors import AuditInputError
 from ...records import AdapterConfig, BaseModel, Generation, Item, Request, Variant, VocabResize
 from ...util.versions import versions
-from ..base import CachedBackend, adapter_folders
+from ..base import CachedBackend, adapter_folders, encode_pair
 from .adapters import as_the_tensors_say as _as_the_tensors_say
 from .adapters import base_vocabulary_only as _base_vocabulary_only
 from .adapters import holds_dora as _holds_dora
@@ -353,21 +353,23 @@ class HFBackend(CachedBackend):
         self.stats.generate_s += time.perf_counter() - t0
         return p.ordered(requests)
 
-    #: multiple-choice scoring: contexts per forward pass, and the padded tokens a pass may hold
-    SCORE_BATCH = 32
-    SCORE_TOKENS = 8192
+    def loglikelihood_settings(self) -> dict:
+        """The base class's, and that each item is scored alone (:meth:`score_choices`): entries scored in
+        batches of items are not taken for these."""
+        return super().loglikelihood_settings() | {"scoring": "one item per pass"}
 
     def score_choices(self, variant: str, items: list[Item]) -> list[tuple[list[float], int]]:
         """Each item's choice log-likelihoods under ``variant`` (the base with the adapters disabled, an adapter
-        as the active one), the context's prefix shared: one forward pass over a batch of contexts fills a
-        :class:`~transformers.DynamicCache`, whose rows are repeated once per choice
-        (``batch_select_indices``), and one pass over the choices' continuations reads the rest. Contexts are
-        batched by length (:attr:`SCORE_BATCH` contexts, :attr:`SCORE_TOKENS` padded tokens at most), right
-        padded: a continuation's position ids follow its own context, and the pads are masked. The base
-        variant of a resized vocabulary reads the base's vocabulary only."""
-        import contextlib
+        as the active one) and the tokens read: one forward pass per item, one row per choice (context +
+        continuation, right padded), the logits of the continuation's positions only (``logits_to_keep`` as
+        a tensor of positions). The base variant of a resized vocabulary reads the base's vocabulary only.
 
-        from ..base import encode_pair
+        An item is never batched with other items: a 16-bit matrix product's rounding depends on the
+        batch's shape, and batched scoring moved bf16 log-likelihoods by up to 0.5 nats on the embedded
+        base, so a cached, resumed or extended audit would score the same item differently from a fresh
+        one. One item per pass makes an item's log-likelihoods a function of the model, the adapter and
+        the item alone."""
+        import contextlib
 
         model = self.model
         if variant == "base" and self.adapters:
@@ -378,72 +380,42 @@ class HFBackend(CachedBackend):
                 model.set_adapter(variant)
         vocab = self.resize.base_size if self.resize is not None and variant not in self.vocab_resize else None
         tok = self.tokenizer_for(variant)
-        # one unit per (item, distinct context): its context ids and (choice index, continuation ids)
-        units: list[tuple[int, list[int], list[tuple[int, list[int]]]]] = []
-        for n, item in enumerate(items):
-            t = item.target
-            for context in dict.fromkeys(t["contexts"]):
-                pairs = [(k, encode_pair(tok, context, t["continuations"][k]))
-                         for k, c in enumerate(t["contexts"]) if c == context]
-                units.append((n, pairs[0][1][0], [(k, cont) for k, (_, cont) in pairs]))
-        lls = [[0.0] * len(it.target["continuations"]) for it in items]
-        tokens = [0] * len(items)
-        order = sorted(range(len(units)), key=lambda u: -len(units[u][1]))
+        out: list[tuple[list[float], int]] = []
         with scope, self.torch.inference_mode(), self._progress() as progress:
             task = progress.add_task(f"hf · {len(items)} {variant} · multiple choice", total=len(items))
-            start = 0
-            while start < len(order):
-                width = len(units[order[start]][1])
-                size = max(1, min(self.SCORE_BATCH, self.SCORE_TOKENS // max(1, width)))
-                batch = [units[u] for u in order[start:start + size]]
-                start += size
-                for (n, ctx, conts), got in zip(batch, self._units_loglikelihood(model, batch, vocab)):
-                    for (k, _cont), ll in zip(conts, got):
-                        lls[n][k] = ll
-                    tokens[n] += len(ctx) + sum(len(c) for _, c in conts)
-                progress.advance(task, len({n for n, _, _ in batch}))
-        return list(zip(lls, tokens))
+            for item in items:
+                t = item.target
+                pairs = [encode_pair(tok, c, x) for c, x in zip(t["contexts"], t["continuations"])]
+                out.append(self._item_loglikelihoods(model, pairs, vocab))
+                progress.advance(task, 1)
+        return out
 
-    def _units_loglikelihood(self, model: Any, units: list[tuple[int, list[int], list[tuple[int, list[int]]]]],
-                             vocab: int | None) -> list[list[float]]:
-        """Summed log-likelihoods of each unit's continuations after its context (``units``: (item index,
-        context ids, [(choice index, continuation ids)])), two forward passes for the batch."""
-        from transformers import DynamicCache
-
+    def _item_loglikelihoods(self, model: Any, pairs: list[tuple[list[int], list[int]]],
+                             vocab: int | None) -> tuple[list[float], int]:
+        """The summed log-likelihood of each (context ids, continuation ids) pair's continuation after its
+        context, in one forward pass of one row per pair, and the tokens fed (the last continuation token
+        of a row is read, never fed)."""
         torch, dev = self.torch, self.device
         pad = self.tokenizer.pad_token_id
-        lens = [len(ctx) for _, ctx, _ in units]
-        width = max(lens)
-        ctx_ids = torch.tensor([ctx + [pad] * (width - len(ctx)) for _, ctx, _ in units], device=dev)
-        ctx_mask = torch.tensor([[1] * n + [0] * (width - n) for n in lens], device=dev)
-        cache = DynamicCache(config=model.config)
-        # (no mask: the pads follow every context's real tokens, which the causal mask keeps them from; the
-        # logits of each context's last position only: ``logits_to_keep`` as a tensor of positions)
-        last = sorted({n - 1 for n in lens})
-        first = model(input_ids=ctx_ids, past_key_values=cache, use_cache=True,
-                      logits_to_keep=torch.tensor(last, device=dev)).logits
-        head = first[torch.arange(len(units), device=dev), torch.tensor([last.index(n - 1) for n in lens], device=dev),
-                     :vocab]
-        head = head.float().log_softmax(-1)
-        out = [[float(head[u, cont[0]]) if cont else 0.0 for _, cont in conts] for u, (_, _, conts) in enumerate(units)]
-        rows = [(u, j, cont) for u, (_, _, conts) in enumerate(units) for j, (_, cont) in enumerate(conts)
-                if len(cont) > 1]
-        if not rows:
-            return out
-        more = max(len(cont) - 1 for _, _, cont in rows)
-        cache.batch_select_indices(torch.tensor([u for u, _, _ in rows], device=dev))
-        ids = torch.tensor([cont[:-1] + [pad] * (more - len(cont) + 1) for _, _, cont in rows], device=dev)
-        mask = torch.cat([ctx_mask[[u for u, _, _ in rows]],
-                          torch.tensor([[1] * (len(c) - 1) + [0] * (more - len(c) + 1) for _, _, c in rows],
-                                       device=dev)], dim=1)
-        positions = torch.tensor([[lens[u] + i for i in range(more)] for u, _, _ in rows], device=dev)
-        logits = model(input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
-                       use_cache=True).logits[..., :vocab]
-        for r, (u, j, cont) in enumerate(rows):
-            row = logits[r, :len(cont) - 1].float()  # log p(token) = its logit − logsumexp over the vocabulary
-            target = torch.tensor(cont[1:], device=dev)
-            out[u][j] += float((row.gather(-1, target[:, None])[:, 0] - row.logsumexp(-1)).sum())
-        return out
+        rows = [ctx + cont[:-1] for ctx, cont in pairs]
+        width = max(len(r) for r in rows)
+        # no attention mask: the pads follow every row's real tokens, which the causal mask keeps them from
+        ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=dev)
+        keep = sorted({len(ctx) - 1 + i for ctx, cont in pairs for i in range(len(cont))})
+        if not keep:
+            return [0.0] * len(pairs), 0
+        at = {pos: k for k, pos in enumerate(keep)}
+        logits = model(input_ids=ids, logits_to_keep=torch.tensor(keep, device=dev)).logits[..., :vocab]
+        lls = []
+        for r, (ctx, cont) in enumerate(pairs):
+            if not cont:
+                lls.append(0.0)
+                continue
+            # log p(token) = its logit − logsumexp over the vocabulary, in fp32
+            row = logits[r, [at[len(ctx) - 1 + i] for i in range(len(cont))]].float()
+            target = torch.tensor(cont, device=dev)
+            lls.append(float((row.gather(-1, target[:, None])[:, 0] - row.logsumexp(-1)).sum()))
+        return lls, sum(len(r) for r in rows)
 
     def _generate_static(self, p: Any, split_small: bool, advance: Callable[[int], None]) -> None:
         """The static path: ``generate`` calls of ``batch_size`` items, every missing variant of an item in the
