@@ -9,7 +9,7 @@ is scored twice in one process, one side after the other:
 
 * ``auditor``: the rows made items (:func:`auditor.suite.rows.item_from_row`, prompt template ``{context}``, the
   ``loglikelihood`` scorer's targets) and scored by the hf backend (:meth:`CachedBackend.loglikelihoods`: its
-  tokenisation and prefix-shared batches), then :func:`auditor.scorers.loglikelihood.score_loglikelihood`;
+  tokenisation and one forward pass per item), then :func:`auditor.scorers.loglikelihood.score_loglikelihood`;
 * ``lm-eval``: lm-evaluation-harness (Gao et al., Zenodo 10.5281/zenodo.5371628) on the same records: its own
   task (built from its installed task yaml, the sampled records as a local json dataset: nothing is downloaded)
   builds the requests (``construct_requests``), its ``hf`` model (``HFLM``, float32, CPU) computes every

@@ -151,19 +151,23 @@ class AdapterTensor:
 #: the intruder-dimension check's settings (:mod:`auditor.inspect.weight_space`; Shuttleworth et al. 2024)
 INTRUDER_TOP_K = 10
 INTRUDER_EPSILON = 0.5
+#: the base weight elements whose intruder dimensions one adapter's pre-screen decomposes at most: every module of
+#: a small base (SmolLM2-135M: 13M elements adapted on q/v), an even sample of a large one's (Llama-3-8B: 671M on
+#: q/v, 7.0B on every linear projection), so that the pre-screen stays in seconds
+INTRUDER_BUDGET = 2**28
 
 
 @dataclass(frozen=True, kw_only=True)
 class ModuleWeightSpace:
     """One adapted module: ``relative_norm`` (fraction), ``effective_rank`` (1..rank), ``intruders``
-    (count among the top ``TOP_K`` singular directions)."""
+    (count among the top ``TOP_K`` singular directions; None: not in the intruder check's sample)."""
 
     module: str
     rank: int
     scale: float
     relative_norm: float
     effective_rank: float
-    intruders: int
+    intruders: int | None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -174,7 +178,9 @@ class WeightSpace:
         modules: per adapted module, in name order.
         relative_norm_mean, relative_norm_max: over the modules (fractions).
         effective_rank_mean: over the modules.
-        intruders_total: intruder dimensions over all modules; ``intruders_per_module`` their mean.
+        intruders_total: intruder dimensions over the modules checked; ``intruders_per_module`` their mean.
+        intruders_checked: the modules the intruder check decomposed: all of them, or an even sample of a
+            large base's (:data:`INTRUDER_BUDGET`).
         top_k, epsilon: the intruder check's settings.
         skipped: modules not summarised (embeddings, DoRA magnitudes) and why.
     """
@@ -185,6 +191,7 @@ class WeightSpace:
     effective_rank_mean: float = 0.0
     intruders_total: int = 0
     intruders_per_module: float = 0.0
+    intruders_checked: int = 0
     top_k: int = INTRUDER_TOP_K
     epsilon: float = INTRUDER_EPSILON
     skipped: tuple[str, ...] = ()
