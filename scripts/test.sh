@@ -18,16 +18,17 @@ bash scripts/docs.sh "$(mktemp -d)"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 # one pytest worker per core (pytest-xdist, at most 4), each test file whole on one worker (its module fixtures,
 # a vLLM engine among them, start once), and one torch thread per process: two model processes with two threads
-# each on two cores slow each other about 9x, while most tests wait on Python and subprocesses, not on torch
+# each on two cores slow each other about 9x, while most tests wait on Python and subprocesses, not on torch;
+# files handed out in the order tests/conftest.py gives them (longest first), not re-sorted by their test count
 export OMP_NUM_THREADS=1
 # vLLM's CPU engine binds its own OpenMP threads to every core unless told not to: one thread, as torch's
 export VLLM_CPU_OMP_THREADS_BIND=nobind
 if [ "$#" -gt 0 ]; then
-  .venv/bin/python -m pytest -n auto --maxprocesses 4 --dist loadfile "$@"
+  .venv/bin/python -m pytest -n auto --maxprocesses 4 --dist loadfile --no-loadscope-reorder "$@"
 else
   # the whole suite; the window's real audit (marked window and slow) runs at the window's two ends below,
   # not a third time here
-  .venv/bin/python -m pytest -n auto --maxprocesses 4 --dist loadfile -m "not (window and slow)"
+  .venv/bin/python -m pytest -n auto --maxprocesses 4 --dist loadfile --no-loadscope-reorder -m "not (window and slow)"
   # the supported transformers/peft window's two ends, each in an environment of its own: the engine's tests
   # and a real audit (scripts/window.sh)
   bash scripts/window.sh

@@ -97,7 +97,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """The longest test files first (:data:`LONGEST_FILES`), then the other files that hold slow (real-model,
     end-to-end) tests, then the rest, then :data:`LAST_FILES`; each file's tests in their order. Under xdist (``scripts/test.sh``:
     ``--dist loadfile``, each file whole on one worker) a long file handed out last would run alone at the end
-    while the other workers idle. The order changes no result: every test sets up what it needs."""
+    while the other workers idle (``--no-loadscope-reorder`` keeps xdist from re-sorting the files by their
+    number of tests). The order changes no result: every test sets up what it needs."""
     tests = Path(__file__).resolve().parent
     rank = {tests / name: k for k, name in enumerate(LONGEST_FILES)}
     last = {tests / name for name in LAST_FILES}

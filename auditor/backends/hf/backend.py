@@ -386,15 +386,16 @@ class HFBackend(CachedBackend):
             for item in items:
                 t = item.target
                 pairs = [encode_pair(tok, c, x) for c, x in zip(t["contexts"], t["continuations"])]
-                out.append(self._item_loglikelihoods(model, pairs, vocab))
+                # the tokens read, counted as every backend counts them: each distinct context once, each continuation
+                read = sum(len(c) for c in {tuple(ctx) for ctx, _ in pairs}) + sum(len(cont) for _, cont in pairs)
+                out.append((self._item_loglikelihoods(model, pairs, vocab), read))
                 progress.advance(task, 1)
         return out
 
     def _item_loglikelihoods(self, model: Any, pairs: list[tuple[list[int], list[int]]],
-                             vocab: int | None) -> tuple[list[float], int]:
+                             vocab: int | None) -> list[float]:
         """The summed log-likelihood of each (context ids, continuation ids) pair's continuation after its
-        context, in one forward pass of one row per pair, and the tokens fed (the last continuation token
-        of a row is read, never fed)."""
+        context, in one forward pass of one row per pair (a row's last continuation token is read, not fed)."""
         torch, dev = self.torch, self.device
         pad = self.tokenizer.pad_token_id
         rows = [ctx + cont[:-1] for ctx, cont in pairs]
@@ -403,7 +404,7 @@ class HFBackend(CachedBackend):
         ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=dev)
         keep = sorted({len(ctx) - 1 + i for ctx, cont in pairs for i in range(len(cont))})
         if not keep:
-            return [0.0] * len(pairs), 0
+            return [0.0] * len(pairs)
         at = {pos: k for k, pos in enumerate(keep)}
         logits = model(input_ids=ids, logits_to_keep=torch.tensor(keep, device=dev)).logits[..., :vocab]
         lls = []
@@ -415,7 +416,7 @@ class HFBackend(CachedBackend):
             row = logits[r, [at[len(ctx) - 1 + i] for i in range(len(cont))]].float()
             target = torch.tensor(cont, device=dev)
             lls.append(float((row.gather(-1, target[:, None])[:, 0] - row.logsumexp(-1)).sum()))
-        return lls, sum(len(r) for r in rows)
+        return lls
 
     def _generate_static(self, p: Any, split_small: bool, advance: Callable[[int], None]) -> None:
         """The static path: ``generate`` calls of ``batch_size`` items, every missing variant of an item in the
