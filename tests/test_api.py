@@ -207,7 +207,8 @@ def test_a_one_item_audit_under_the_commands_names_logs_plain_lines(tmp_path):
     assert [(c.metric, c.n_items) for c in result.comparisons] == [("math.numeric_match", 1)]
     assert result.run.budget is not None and result.run.budget.items == 0 and result.run.cache["enabled"] is False
     # the label's DriftScore needs capabilities left out: its note arrives without the [yellow] markup
-    assert "note: DriftScore for label 'math' needs capabilities left out of this run" in lines
+    assert ("note: DriftScore for label 'math' needs capabilities left out of this run: ifeval "
+            "(add --capability ifeval)") in lines
     assert lines and not any("[/" in line or "[yellow]" in line for line in lines)
     flat = result.flat_metrics()
     assert flat["audit/verdict_pass"] == float(result.passed)

@@ -207,7 +207,9 @@ def one_result(run: Run, variant: Variant, adapter_gens: list[Generation], log: 
     label, label_source = _label(opts, adapter)
     mapping = policy.promise(label, suite.metric_names())
     if label in policy.labels and mapping is None:
-        log(f"[yellow]note:[/] DriftScore for label {escape(repr(label))} needs capabilities left out of this run")
+        missing = policy.missing_for(label, suite.metric_names())
+        log(f"[yellow]note:[/] DriftScore for label {escape(repr(label))} needs capabilities left out of this run: "
+            f"{escape(', '.join(missing))} (add {escape(' '.join(f'--capability {c}' for c in missing))})")
     items = {i.id: i for i in suite.items}
     generations = [*run.base_gens, *adapter_gens]
     scores = [*run.base_scores, *score_all(items, adapter_gens, run.scorer_of)]

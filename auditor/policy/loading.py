@@ -160,6 +160,19 @@ class Policy:
                 return None
         return mapping if {mapping.target, *mapping.off_target} <= in_run else None
 
+    def missing_for(self, label: str | None, metrics_in_run: Iterable[str]) -> list[str]:
+        """The capabilities (``<capability>`` of ``<capability>.<metric>``, in the label's order) a run that
+        measured ``metrics_in_run`` would need for ``label``'s DriftScore (:meth:`promise`); empty when it
+        has them or the label has no entry."""
+        mapping = self.labels.get(label) if label else None
+        if mapping is None or self.promise(label, metrics_in_run) is not None:
+            return []
+        in_run = set(metrics_in_run)
+        wanted = [mapping.target, *mapping.off_target]
+        if mapping.capability is not None and any(m in in_run for m in mapping.off_target):
+            wanted = [mapping.target]  # a capability-mapped label computes OffTargetGain over the ones it has
+        return list(dict.fromkeys(m.split(".", 1)[0] for m in wanted if m not in in_run))
+
     @classmethod
     def from_content(cls, path: str, raw: dict[str, Any],
                      labels: Mapping[str, LabelTarget] | None = None) -> Policy:

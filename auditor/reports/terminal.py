@@ -26,8 +26,12 @@ def comparison_table(comparisons: Sequence[MetricComparison], title: str, left: 
     tab = Table(title=title, title_justify="left")
     cols = (["group", "metric", left, right, "Δ", "95% CI", "p"] + ([f"{left}-only/{right}-only"] if discordant else [])
             + (["same as base"] if same is not None else []))
+    widest = max((len(t(c.metric)) for c in comparisons), default=6)
     for col in cols:
-        tab.add_column(col, justify="left" if col in ("group", "metric") else "right")
+        # the metric id whole on a narrow terminal (``knowledge.acc`` and ``knowledge.acc_norm`` must stay apart)
+        metric = col == "metric"
+        tab.add_column(col, justify="left" if col in ("group", "metric") else "right", no_wrap=metric,
+                       min_width=widest if metric else None)
     for n, c in enumerate(comparisons):
         k = comparison_cells(c)
         unit = "" if k["unit"] == "points" else f" {t(k['unit'])}"

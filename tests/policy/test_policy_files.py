@@ -227,6 +227,19 @@ def test_a_capability_label_with_none_of_its_others_in_the_run_is_not_run():
     assert policy.promise("knowledge", suite.metric_names()) is None
 
 
+def test_what_a_label_needs_that_the_run_left_out_is_named():
+    policy = _load(None)
+    only_math = ["math.numeric_match"]
+    assert policy.missing_for("math", only_math) == ["ifeval"]  # its explicit off-target
+    assert policy.missing_for("instruction", only_math) == ["ifeval"]  # its target
+    assert policy.missing_for("math", [*only_math, "ifeval.prompt_level_strict_acc"]) == []  # decided: nothing
+    # a capability-mapped label: its target, and its others only when none of them is in the run
+    assert policy.missing_for("knowledge", only_math) == ["knowledge"]
+    others = policy.missing_for("knowledge", ["knowledge.acc"])
+    assert others and "knowledge" not in others and "math" in others
+    assert policy.missing_for("style", only_math) == [] and policy.missing_for(None, only_math) == []
+
+
 @pytest.mark.parametrize("labels,needle", [
     ("{medical: cardiology}", "labels.medical (line 2): 'cardiology' is not another label of this policy, a capability"),
     ("{style: verbosity}", "labels.style (line 2): verbosity.words is measured in words, not points"),
