@@ -502,6 +502,13 @@ def encode_pair(tokenizer: Any, context: str, continuation: str) -> tuple[list[i
     return ctx, whole[len(ctx):]
 
 
+def tokens_read(pairs: list[tuple[list[int], list[int]]]) -> int:
+    """The tokens scoring one multiple-choice item reads, as every backend reports it (``scored_tokens``): each
+    distinct context once, and every continuation (``pairs``: :func:`encode_pair`'s (context ids, continuation
+    ids) of each choice)."""
+    return sum(len(c) for c in {tuple(ctx) for ctx, _ in pairs}) + sum(len(cont) for _, cont in pairs)
+
+
 def _parse_scored(text: str) -> tuple[list[float], int] | None:
     """A cached multiple-choice entry's (log-likelihoods, scored tokens); None when it is not one (a miss)."""
     import json

@@ -20,7 +20,7 @@ from ...cache import GenerationCache
 from ...errors import AuditInputError
 from ...records import AdapterConfig, BaseModel, Generation, Item, Request, Variant, VocabResize
 from ...util.versions import versions
-from ..base import CachedBackend, adapter_folders, encode_pair
+from ..base import CachedBackend, adapter_folders, encode_pair, tokens_read
 from .adapters import as_the_tensors_say as _as_the_tensors_say
 from .adapters import base_vocabulary_only as _base_vocabulary_only
 from .adapters import holds_dora as _holds_dora
@@ -386,9 +386,7 @@ class HFBackend(CachedBackend):
             for item in items:
                 t = item.target
                 pairs = [encode_pair(tok, c, x) for c, x in zip(t["contexts"], t["continuations"])]
-                # the tokens read, counted as every backend counts them: each distinct context once, each continuation
-                read = sum(len(c) for c in {tuple(ctx) for ctx, _ in pairs}) + sum(len(cont) for _, cont in pairs)
-                out.append((self._item_loglikelihoods(model, pairs, vocab), read))
+                out.append((self._item_loglikelihoods(model, pairs, vocab), tokens_read(pairs)))
                 progress.advance(task, 1)
         return out
 

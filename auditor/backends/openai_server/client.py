@@ -262,7 +262,7 @@ class OpenAIBackend(CachedBackend):
         Raises:
             AuditInputError: the server does not return prompt log-probabilities, or refused a request.
         """
-        from ..base import encode_pair
+        from ..base import encode_pair, tokens_read
 
         tok = self.tokenizer_for(variant)
         rows = [(n, k, *encode_pair(tok, c, x)) for n, it in enumerate(items)
@@ -284,10 +284,7 @@ class OpenAIBackend(CachedBackend):
                     progress.advance(task)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
-        tokens = [0] * len(items)
-        for n in range(len(items)):
-            mine = [(ctx, cont) for m, _, ctx, cont in rows if m == n]
-            tokens[n] = sum(len(c) for c in {tuple(ctx) for ctx, _ in mine}) + sum(len(cont) for _, cont in mine)
+        tokens = [tokens_read([(ctx, cont) for m, _, ctx, cont in rows if m == n]) for n in range(len(items))]
         return list(zip(lls, tokens))
 
     def run_info(self, variant: str) -> dict[str, Any]:

@@ -393,7 +393,7 @@ class VLLMBackend(CachedBackend):
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
-        from ..base import encode_pair
+        from ..base import encode_pair, tokens_read
 
         tok = self.tokenizer_for(variant)
         pairs = [[encode_pair(tok, c, x) for c, x in zip(it.target["contexts"], it.target["continuations"])]
@@ -429,8 +429,7 @@ class VLLMBackend(CachedBackend):
                     raise AuditInputError(f"--backend {self.name}", self._refusal(
                         variant, f"vLLM returned no prompt log-probabilities for {item.id}"))
                 lls.append(sum(logprobs[len(ctx) + i][t].logprob for i, t in enumerate(cont)))
-            contexts = {tuple(ctx) for ctx, _ in item_pairs}
-            out.append((lls, sum(map(len, contexts)) + sum(len(cont) for _, cont in item_pairs)))
+            out.append((lls, tokens_read(item_pairs)))
         return out
 
     def _refusal(self, variant: str, why: str) -> str:
