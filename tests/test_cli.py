@@ -60,6 +60,10 @@ def test_policy_typo_names_key_path(tmp_path, cli):
 def test_usage_errors_are_one_line(tmp_path):
     assert_one_line_error(audit(MEDICAL, "--limit", "0"), "--limit")
     assert_one_line_error(audit(MEDICAL, "--capability", "poetry"), "poetry")
+    # comma-separated as lm-eval's --tasks: each name checked on its own
+    proc = audit(MEDICAL, "--capability", "math, poetry")
+    assert_one_line_error(proc, "'poetry' not in suite")
+    assert "'math" not in proc.stderr
     assert_one_line_error(audit("report", tmp_path / "missing.json", "--out", tmp_path), "missing.json")
 
 

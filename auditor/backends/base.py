@@ -281,7 +281,7 @@ class CachedBackend:
         """What decides a choice's log-likelihood besides the model, the adapter and the text: part of its
         cache key (the backend, the numeric path, the package versions; not the batch: a backend whose
         log-likelihoods depend on what else is in its batch says how it batches here)."""
-        return {k: v for k, v in self.settings().items() if k in ("backend", "device", "dtype", "versions")} \
+        return {k: v for k, v in self.settings().items() if k in ("backend", "device", "dtype", "numerics", "versions")} \
             | {"output_type": "multiple_choice"}
 
     def score_choices(self, variant: str, items: list[Item]) -> list[tuple[list[float], int]]:

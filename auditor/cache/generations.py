@@ -29,10 +29,11 @@ by the sha256 of what determines its answer, so two writers of one key write the
 lands last leaves the same entry; no lock is taken. An entry that cannot be read or parsed (a torn file
 on a filesystem without atomic writes) is treated as a miss and rewritten.
 
-What the key cannot see: which *other* prompts shared the batch. On a backend
-that is not batch-invariant (transformers#25921) a cached answer may differ
-from a fresh one in the same way a replay with another batch does;
-``--noise-floor`` measures that and never reads or writes the cache.
+What the key cannot see: which *other* prompts shared the batch. The hf backend on the CPU is
+batch-invariant (:mod:`auditor.backends.hf.invariant`, per-request attention), so there a cached answer
+is the one a fresh run gives; on a backend that is not (a GPU, transformers#25921) a cached answer may
+differ from a fresh one in the same way a replay with another batch does; ``--noise-floor`` measures that
+and never reads or writes the cache.
 """
 
 from __future__ import annotations

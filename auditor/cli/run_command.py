@@ -125,7 +125,8 @@ class RunOptions:
 
         return AuditOptions(
             base=self.base, policy=self.policy, suite=self.suite, label=self.label, limit=self.limit,
-            capabilities=self.capabilities, batch_size=self.batch_size, batching=self.batching,
+            capabilities=tuple(c for v in self.capabilities for c in (x.strip() for x in v.split(",")) if c),
+            batch_size=self.batch_size, batching=self.batching,
             draft=self.draft, noise_floor=self.noise_floor, data_dir=self.data_dir, cache=not self.no_cache, cache_dir=self.cache_dir,
             progress=not self.quiet, verbose=self.verbose, baseline=self.baseline, backend=self.backend,
             dtype=self.dtype, vllm_args=parse_engine_args(self.vllm_args), endpoint=self.endpoint,
@@ -156,7 +157,8 @@ class RunOptions:
 @click.option("--label", default=None, help="Nominal label of the adapter (default: from its model card).")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N items per capability.")
 @click.option("--capability", "capabilities", multiple=True,
-              help="Run only this capability of the suite (repeatable), e.g. --capability math.")
+              help="Run only this capability of the suite (repeatable, or comma-separated as lm-eval's --tasks), "
+                   "e.g. --capability math or --capability knowledge,math.")
 @click.option("--out", "out", type=click.Path(path_type=Path), default=Path("audit-report"), show_default=True,
               help="Report folder.")
 @click.option("--batch-size", type=_BatchSize(), default="auto", show_default=True,

@@ -160,6 +160,8 @@ def _run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print,
     suite = load_suite(opts.suite, limit=opts.limit, only=opts.capabilities, data_dir=opts.data_dir, scorers=SCORERS)
     units = {**preset_metric_units(SCORERS), **suite.metric_units}
     policy = load_policy(opts.policy, sorted(units), units)
+    for line in policy.warnings:
+        log(progress.warning(line))
     check_scorer_data(c.scorer for c in suite.capabilities)
     base, base_warnings = choose_base(opts.base, [(pre.folder / "adapter_config.json", pre.config.base_model_name_or_path)
                                                   for pre in checked])
@@ -214,7 +216,7 @@ def _run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print,
         run = Run(opts=opts, t_start=t_start, suite=suite, policy=policy, base=base, base_digest=base_digest,
                   backend=backend, backend_reason=backend_reason, scorer_of=scorer_of, base_gens=base_gens,
                   base_scores=base_scores, noise=noise, n_adapters=len(infos), baseline=baseline,
-                  warnings=tuple(backend.setup_warnings), weight_space_s=weight_space_s)
+                  warnings=(*policy.warnings, *backend.setup_warnings), weight_space_s=weight_space_s)
         results = []
         for v in variants[:len(adapters)]:
             results.append(one_result(run, v, [g for g in generations if g.variant == v.name], log))

@@ -132,6 +132,9 @@ class Policy:
         labels: nominal label → its target and off-target metrics.
         drift, statistics: the ``drift:`` and ``statistics:`` sections with their defaults.
         on_base_mismatch, on_no_effect, on_noise_floor: ``fail`` or ``warn``.
+        warnings: what in the file is valid but likely meant otherwise (a ``*_pts`` limit between 0 and
+            1, which reads as a fraction written where points are meant), one line each naming the file,
+            key path and line.
     """
 
     path: str
@@ -144,6 +147,7 @@ class Policy:
     on_base_mismatch: OnFinding = "warn"
     on_no_effect: OnFinding = "fail"
     on_noise_floor: OnFinding = "warn"
+    warnings: tuple[str, ...] = ()
 
     def promise(self, label: str | None, metrics_in_run: Iterable[str]) -> LabelTarget | None:
         """What ``label`` promises in a run that measured ``metrics_in_run``: its :class:`LabelTarget`,
@@ -309,6 +313,7 @@ def load_policy(path: str | Path | None, metric_names: list[str], units: dict[st
         if units.get(name, "fraction") != "fraction":
             fault(keypath, f"{name} is measured in {units[name]}, not points: {what}")
 
+    warnings: list[str] = []
     for section in (["metrics"], ["baseline", "metrics"]):
         limits = raw.get("metrics", {}) if section == ["metrics"] else (raw.get("baseline") or {}).get("metrics", {})
         for m, lim in limits.items():
@@ -316,6 +321,11 @@ def load_policy(path: str | Path | None, metric_names: list[str], units: dict[st
             for key in ("max_drop_pts", "max_rise_pts"):
                 if key in lim:
                     check_points(m, [*section, m, key], "use max_drop_pct / max_rise_pct (% of the base)")
+                    if 0 < lim[key] < 1:
+                        file, line = locate(chain, [*section, m, key])
+                        warnings.append(f"{file}: {where([*section, m, key], line)}: {lim[key]:g} is less than "
+                                        f"one point; *_pts limits are written in points (a limit of "
+                                        f"{lim[key] * 100:g} points is written {lim[key] * 100:g}, not {lim[key]:g})")
     raw_labels = raw.get("labels", {})
     for label, spec in raw_labels.items():
         if isinstance(spec, dict):
@@ -333,4 +343,4 @@ def load_policy(path: str | Path | None, metric_names: list[str], units: dict[st
         for i, m in enumerate(lt.off_target):
             check_points(m, ["labels", label, *(["off_target", i] if isinstance(raw_labels[label], dict) else [])],
                          "it cannot enter DriftScore")
-    return Policy.from_content(str(p), raw, labels)
+    return replace(Policy.from_content(str(p), raw, labels), warnings=tuple(warnings))

@@ -163,8 +163,10 @@ def _drift_rule(policy: Policy, drift: DriftResult, by: dict[str, MetricComparis
                            reason="no nominal label given (--label) or found in the adapter's model card; "
                                   "DriftScore not computed")
     if drift.label in policy.labels and drift.target_metric is None:
+        missing = policy.missing_for(drift.label, by)
+        named = f" ({', '.join(missing)})" if missing else ""
         return RuleOutcome(rule=DRIFT_RULE, rule_id=DRIFT_RULE_ID, kind="drift", outcome="not_run",
-                           reason=f"label {drift.label!r}: its target/off-target capabilities were {NOT_IN_RUN}")
+                           reason=f"label {drift.label!r}: its target/off-target capabilities{named} were {NOT_IN_RUN}")
     if drift.target_metric is None:
         key = drift.label if drift.label.isidentifier() else repr(drift.label)  # untrusted text: quoted
         return RuleOutcome(rule="nominal label: known to policy", rule_id="nominal-label/known-to-policy",

@@ -68,7 +68,7 @@ def write_reports(result: AuditResult, out: Path, keep_results: bool = True) -> 
         rendered = {
             "results.json": text,
             "report.html": render_html(result),
-            "summary.md": render_summary_md(result, f"{out.name or 'audit-report'}/report.html"),
+            "summary.md": render_summary_md(result),
             "junit.xml": render_junit(result),
             "results.sarif": render_sarif(result),
             "checklist.md": render_checklist(result),

@@ -84,7 +84,7 @@ def render_summary_md(result: AuditResult, report_name: str = "report.html") -> 
     lines += ["", "Δ: adapter − base, in points for rates. CI: paired bootstrap. p: exact McNemar for pass/fail "
                   "items, Wilcoxon signed-rank otherwise, permutation for context gaps. Same as base: the "
                   "capability's generated answers that are exactly the base's (— for multiple choice)."]
-    lines += ["", f"Full report: {md(report_name)} (with every item's base and adapter output)"]
+    lines += ["", f"Full report: {md(report_name)}, beside this file (with every item's base and adapter output)"]
     text = "\n".join(lines) + "\n"
     if len(text) > SUMMARY_MAX_CHARS:
         note = "\n\n… cut to fit a PR comment; see the full report.\n"

@@ -250,3 +250,21 @@ def test_label_faults_name_the_key(tmp_path, labels, needle):
     with pytest.raises(AuditInputError) as e:
         _load(p)
     assert e.value.path == str(p) and needle in e.value.fault
+
+
+def test_the_drift_rule_not_run_names_the_capabilities_the_label_needs():
+    policy = _load(None)
+    _, comps = _comparisons({"math": ("numeric_match", [1] * 10, [1] * 10)})
+    d = drift_score(comps, "math", "--label", None, [], 15)
+    (r,) = [x for x in judge(policy, comps, d, _adapter()).rules if x.kind == "drift"]
+    assert r.outcome == "not_run"
+    assert r.reason == "label 'math': its target/off-target capabilities (ifeval) were not part of this run"
+
+
+def test_a_points_limit_under_one_point_is_warned_about(tmp_path):
+    path = _write(tmp_path, "p.yaml", "version: 1\nmetrics:\n  math.numeric_match:\n    max_drop_pts: 0.05\n"
+                                      "  knowledge.acc:\n    max_drop_pts: 5\n")
+    policy = _load(path)
+    assert policy.warnings == (f"{path}: metrics.math.numeric_match.max_drop_pts (line 4): 0.05 is less than one "
+                               "point; *_pts limits are written in points (a limit of 5 points is written 5, not 0.05)",)
+    assert _load(None).warnings == ()  # the bundled policy's limits are points

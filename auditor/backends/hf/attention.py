@@ -9,8 +9,15 @@ generation loop's time (py-spy, benchmarks/RESULTS.md), more than every linear l
 
 :func:`varlen_sdpa_attention` is the same attention computed per request with torch's SDPA, the way
 the flash kernels' ``cu_seq_lens`` interface computes it on a GPU: decoding requests (one query token)
-in one batched call over their own keys, padded to the longest of them, and each prefill chunk on its
-own with the bottom-right causal mask the library builds. It is registered with transformers'
+in batched calls over their own keys, each padded to its own length rounded up to :data:`WIDTH_QUANTUM`,
+and prompt tokens in blocks of :data:`BLOCK` positions aligned on the prompt (positions 0–31, 32–63, …),
+each block over the keys up to its own end with the causal mask. Every query row is thus computed by a
+call of a shape that depends on its own request and position only, never on the other requests of the
+step or on where the library cut a long prompt between steps (chunked prefill, a shared template start
+served from the cache): with :mod:`auditor.backends.hf.invariant`'s linear layers, a greedy answer is the
+same at any slot count and in any company (``benchmarks/bench_invariance.py``). (A prompt whose last token
+alone is left to a step of its own is computed as a decoding row; the library gives no way to tell the two
+apart.) It is registered with transformers'
 ``AttentionInterface`` (the library's extension point for attention functions) and switched on for
 one stream by :func:`per_request_attention`; the library's scheduler, paged cache and its index
 updates are untouched (``cache.update`` writes each step's keys and reads every request's context back, as
@@ -31,7 +38,7 @@ from typing import Any
 #: the name the function is registered under in transformers' ``AttentionInterface``
 NAME = "auditor_varlen_sdpa"
 #: the attention path of a continuous stream, as cache keys and results.json (``run.hf.attention``) name it
-ATTENTION = "per_request_sdpa/1"
+ATTENTION = "per_request_sdpa/2"
 #: the library's own path (:func:`attention_path` for a model :func:`per_request_supported` refuses)
 LIBRARY = "sdpa"
 
@@ -90,12 +97,11 @@ def varlen_sdpa_attention(module: Any, query: Any, key: Any, value: Any, attenti
     if module.layer_idx == 0 or not _STEP:  # (the first layer of each forward plans the step for all of them)
         _STEP.clear()
         _STEP.update(_plan(kwargs))
-    cq, ck = _STEP["cq"], _STEP["ck"]
     gqa = getattr(module, "num_key_value_groups", 1) > 1
     out = query.new_zeros(query.shape)
     q0, o0 = query[0], out[0]  # [heads, tokens, head_dim]
     kv_heads, head_dim = key.shape[1], key.shape[-1]
-    if _STEP["decoding"]:  # token-major rows, [k_tokens, kv_heads · head_dim]: one row per key position
+    if _STEP["decoding"] or _STEP["blocks"]:  # token-major rows, [k_tokens, kv_heads · head_dim]: one per key position
         rows_k, rows_v = (t[0].transpose(0, 1).reshape(t.shape[2], -1) for t in (key, value))
     for width, group, keep, rows, at in _STEP["decoding"]:
         # a decoding request's query heads that share a key head are that head's query rows ([requests,
@@ -108,18 +114,23 @@ def varlen_sdpa_attention(module: Any, query: Any, key: Any, value: Any, attenti
                 for t in (rows_k, rows_v))
         o = sdpa(q, k, v, attn_mask=keep, scale=scaling)  # [requests, kv_heads, groups, head_dim]
         o0[:, rows] = o.reshape(len(group), -1, o.shape[-1]).transpose(0, 1)  # [heads, requests, head_dim]
-    for i in range(len(cq) - 1):
-        lq, lk = cq[i + 1] - cq[i], ck[i + 1] - ck[i]
-        if lq == 1 or lq == 0:
-            continue
-        q = q0[None, :, cq[i]:cq[i + 1]]
-        k, v = key[:, :, ck[i]:ck[i + 1]], value[:, :, ck[i]:ck[i + 1]]  # [1, kv_heads, lk, head_dim]
-        if lq == lk:
-            o = sdpa(q, k, v, is_causal=True, scale=scaling, enable_gqa=gqa)
-        else:  # a chunk after cached tokens: query t sees the first lk - lq + t + 1 keys
-            mask = torch.ones(lq, lk, dtype=torch.bool).tril_(lk - lq)
-            o = sdpa(q, k, v, attn_mask=mask, scale=scaling, enable_gqa=gqa)
-        o0[:, cq[i]:cq[i + 1]] = o[0]
+    if _STEP["blocks"]:  # token-major rows of every packed query
+        rows_q = q0.transpose(0, 1).reshape(q0.shape[1], -1)  # [q_tokens, heads · head_dim]
+        rows_o = query.new_zeros(rows_q.shape)
+    for start, n, mask, src, dst, at in _STEP["blocks"]:
+        # every prompt block starting at position ``start``: [blocks, heads, BLOCK, head_dim] queries (the rows this
+        # step does not prefill are zeros), their keys [blocks, kv_heads, start + BLOCK, head_dim] (past the
+        # prompt's end: its last key repeated, masked by causality for every real row), the causal mask of the block
+        q = rows_q.new_zeros(n * BLOCK, rows_q.shape[1])
+        q[dst] = rows_q.index_select(0, src)
+        q = q.view(n, BLOCK, -1, head_dim).transpose(1, 2)
+        k, v = (t.index_select(0, at).view(n, start + BLOCK, kv_heads, head_dim).transpose(1, 2)
+                for t in (rows_k, rows_v))
+        o = sdpa(q, k, v, attn_mask=mask, scale=scaling, enable_gqa=gqa)  # [blocks, heads, BLOCK, head_dim]
+        rows_o[src] = o.transpose(1, 2).reshape(n * BLOCK, -1).index_select(0, dst)
+    if _STEP["blocks"]:
+        prefill = _STEP["prefill_rows"]
+        o0[:, prefill] = rows_o.index_select(0, prefill).view(len(prefill), -1, head_dim).transpose(0, 1)
     return out.transpose(1, 2).contiguous(), None
 
 
@@ -147,11 +158,36 @@ def _plan(kwargs: dict[str, Any]) -> dict[str, Any]:
         keep = (torch.arange(width) < lens[:, None])[:, None, None, :]
         at = (starts[:, None] + torch.arange(width)).clamp_(max=ck[-1] - 1).view(-1)
         decoding.append((width, group, keep, torch.tensor([cq[i] for i in group]), at))
-    return {"cq": cq, "ck": ck, "decoding": decoding}
+    # prompt rows (a request with more than one query token this step), in blocks of BLOCK positions aligned on the
+    # prompt's own positions: block b holds positions [b · BLOCK, (b + 1) · BLOCK) wherever the step's chunk starts
+    by_start: dict[int, list[tuple[int, int, int]]] = {}  # block start -> (request, first, end position present)
+    prefill_rows: list[int] = []
+    for i in range(len(cq) - 1):
+        lq, lk = cq[i + 1] - cq[i], ck[i + 1] - ck[i]
+        if lq <= 1:
+            continue
+        prefill_rows += range(cq[i], cq[i + 1])
+        for start in range((lk - lq) // BLOCK * BLOCK, lk, BLOCK):
+            by_start.setdefault(start, []).append((i, max(start, lk - lq), min(start + BLOCK, lk)))
+    blocks = []
+    for start, present in sorted(by_start.items()):
+        src: list[int] = []
+        dst: list[int] = []
+        keys: list[int] = []
+        for j, (i, first, end) in enumerate(present):
+            past = ck[i + 1] - ck[i] - (cq[i + 1] - cq[i])  # the request's keys before this step's chunk
+            src += range(cq[i] + first - past, cq[i] + end - past)  # packed query rows of positions [first, end)
+            dst += range(j * BLOCK + first - start, j * BLOCK + end - start)
+            keys += [ck[i] + min(t, ck[i + 1] - ck[i] - 1) for t in range(start + BLOCK)]
+        mask = torch.ones(BLOCK, start + BLOCK, dtype=torch.bool).tril_(start)
+        blocks.append((start, len(present), mask, torch.tensor(src), torch.tensor(dst), torch.tensor(keys)))
+    return {"cq": cq, "ck": ck, "decoding": decoding, "blocks": blocks, "prefill_rows": torch.tensor(prefill_rows)}
 
 
 #: a decoding request's keys are padded to its own length rounded up to this many (a power of two)
 WIDTH_QUANTUM = 64
+#: prompt positions per attention block (see :func:`varlen_sdpa_attention`)
+BLOCK = 32
 
 
 def _groups(requests: list[int], lengths: list[int]) -> list[tuple[int, list[int]]]:

@@ -30,6 +30,7 @@ from .batching import auto_batch_size
 from .batching import batches as _batches
 from .batching import free_memory_bytes as _free_memory_bytes
 from .draft import Verified, accept, greedy_choices, make_draft
+from .invariant import NUMERICS, make_batch_invariant
 
 if TYPE_CHECKING:
     from ...options import AuditOptions
@@ -168,6 +169,8 @@ class HFBackend(CachedBackend):
                 param.data = param.data.clone()
         if self.resize is not None:
             self._resize_embeddings(model)
+        if self.numerics:  # (before PEFT: it wraps the fixed-rows projections; the LoRA matrices after it)
+            make_batch_invariant(model)
         with tempfile.TemporaryDirectory(prefix="auditor-adapter-") as tmp:
             for k, (variant, (path, _)) in enumerate(self.adapters.items()):
                 path = _as_the_tensors_say(path, self.dora[variant], Path(tmp) / variant, self.configs[variant])
@@ -177,6 +180,8 @@ class HFBackend(CachedBackend):
                     model = PeftModel.from_pretrained(model, str(path), adapter_name=variant)
                 else:
                     model.load_adapter(str(path), adapter_name=variant)
+        if self.numerics:
+            make_batch_invariant(model)
         return model.eval()
 
     def reload(self) -> None:
@@ -215,6 +220,13 @@ class HFBackend(CachedBackend):
                 "attention_mask": torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in ids],
                                                device=self.device)}
 
+    @property
+    def numerics(self) -> str | None:
+        """How the linear layers compute on this device: :data:`~auditor.backends.hf.invariant.NUMERICS` (each row
+        alike whatever else is in the batch: :mod:`auditor.backends.hf.invariant`) on the CPU; None (torch's
+        own) on a GPU."""
+        return NUMERICS if self.device == "cpu" else None
+
     @functools.cached_property
     def attention(self) -> str:
         """The continuous stream's attention path (:func:`auditor.backends.hf.attention.attention_path`), from
@@ -228,12 +240,15 @@ class HFBackend(CachedBackend):
         out = {"backend": self.name, "device": self.device.split(":")[0], "decoding": "greedy", "dtype": self.dtype,
                "batch_size": self.batch_size, "mixed_variants": self.mix_variants,
                "versions": versions(("torch", "transformers", "peft"))}
+        if self.numerics:
+            out["numerics"] = self.numerics
         # the engine path keys the answers: a continuous stream's are never mixed with static generate's
-        # (the static path's key is what it always was, so its cached answers stay valid)
         # (and the attention path: per request answers in bf16 differ from the library's dense-mask sdpa)
         if self.batching != "continuous":
             return out
-        # (one stream per variant: bf16 answers depend on which requests share a step)
+        # (fixed-rows linear layers and per-request attention make an answer the same at any slot count and in any
+        # company; the slots stay in the key all the same: on a GPU, under the library's attention over the whole
+        # step, and for a prompt whose last token is left alone to a step of its own, they can still matter)
         return out | {"batching": "continuous", "attention": self.attention, "streams": "per_variant"}
 
     def run_info(self, variant: str) -> dict[str, Any]:
@@ -245,6 +260,7 @@ class HFBackend(CachedBackend):
         return {"batching": self.batching, "streams": list(self.streams), "draft": self.draft,
                 "drafts": list(self.drafts),
                 "attention": self.attention if self.batching == "continuous" else "sdpa",
+                "numerics": self.numerics or "torch",
                 "slots": None if self.slots_choice is None else self.slots_choice.as_dict()}
 
     def _generate_batch(self, prompts: list[str], max_new_tokens: int, variants: list[str] | None = None,

@@ -1,0 +1,83 @@
+"""Fixed-rows linear layers (auditor.backends.hf.invariant): a row's result is bit for bit the same alone and
+among any number of other rows, in bf16 and fp32; in place in a real model and a real PEFT model, sharing the
+parameters; and a real continuous-batching stream in bf16 gives the same greedy answers at any slot count."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from auditor.backends.hf.invariant import ROWS, FixedRowsLinear, make_batch_invariant
+
+pytestmark = pytest.mark.window  # (also run at both ends of the transformers/peft window)
+
+# SmolLM2-135M's projection shapes: q/o, k/v, gate/up, down, lm_head
+SHAPES = [(576, 576), (576, 192), (576, 1536), (1536, 576), (576, 49152)]
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_row_is_computed_alike_alone_and_among_others(dtype, shape):
+    torch.manual_seed(0)
+    linear = FixedRowsLinear(*shape, bias=True).to(dtype)
+    x = torch.randn(300, shape[0]).to(dtype)
+    with torch.inference_mode():
+        alone = torch.cat([linear(x[k:k + 1]) for k in range(40)])
+        for n in (2, 3, ROWS - 1, ROWS, ROWS + 1, 100, 300):
+            assert torch.equal(linear(x[:n])[:40], alone[:min(n, 40)]), n
+        shifted = linear(x[7:47])  # the same rows at other positions of the batch
+        assert torch.equal(shifted[:33], alone[7:40])
+        # a [batch, tokens, features] input as a model passes it; the same values as torch.nn.Linear's, to rounding
+        plain = torch.nn.Linear(*shape, bias=True).to(dtype)
+        plain.load_state_dict(linear.state_dict())
+        three = x[:60].view(3, 20, -1)
+        assert linear(three).shape == (3, 20, shape[1])
+        tol = 2e-2 if dtype == torch.bfloat16 else 1e-5
+        torch.testing.assert_close(linear(three), plain(three), rtol=tol, atol=tol)
+
+
+def test_a_model_and_its_lora_matrices_are_put_in_place_sharing_their_parameters(base_model):
+    from conftest import DEMO_ADAPTERS
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(str(base_model.path), dtype=torch.float32)
+    embed = model.get_input_embeddings().weight
+    q = model.model.layers[3].self_attn.q_proj.weight
+    n_linear = sum(type(m) is torch.nn.Linear for m in model.modules())
+    assert make_batch_invariant(model) == n_linear == 30 * 7 + 1  # seven projections a layer and lm_head
+    assert model.lm_head.weight is embed  # tied weights stay one Parameter
+    assert model.model.layers[3].self_attn.q_proj.weight is q
+    peft = PeftModel.from_pretrained(model, str(DEMO_ADAPTERS / "math-arith-r8"), adapter_name="adapter")
+    def lora():
+        return [m for name, m in peft.named_modules() if ".lora_A." in name or ".lora_B." in name]
+
+    assert lora() and make_batch_invariant(peft) == len(lora())
+    assert all(isinstance(m, FixedRowsLinear) for m in lora())
+    assert not any(type(m) is torch.nn.Linear for m in peft.modules())
+    wrapped = peft.base_model.model.model.layers[3].self_attn.q_proj  # PEFT's LoRA layer around the fixed rows
+    assert isinstance(wrapped.base_layer, FixedRowsLinear) and wrapped.base_layer.weight is q
+
+
+@pytest.mark.slow
+def test_bf16_greedy_answers_do_not_depend_on_the_slot_count(base_model):
+    """The claim the answer cache rests on: a real bf16 stream's answers are the same at 24, 8 and 3 slots
+    (with torch's plain linear layers about half of 96 such answers changed: ``benchmarks/bench_invariance.py``)."""
+    import json
+
+    from conftest import ROOT
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+
+    from auditor.backends.hf.stream import stream_generate
+
+    tok = AutoTokenizer.from_pretrained(str(base_model.path))
+    model = AutoModelForCausalLM.from_pretrained(str(base_model.path), dtype=torch.bfloat16).eval()
+    make_batch_invariant(model)
+    rows = [json.loads(line) for line in (ROOT / "auditor/data/suites/builtin/ifeval.jsonl").open()]
+    prompts = [list(tok.apply_chat_template([{"role": "user", "content": r["prompt"]}], add_generation_prompt=True,
+                                            return_dict=True)["input_ids"]) for r in rows]
+    config = GenerationConfig(do_sample=False, eos_token_id=model.generation_config.eos_token_id,
+                              pad_token_id=tok.pad_token_id, max_new_tokens=40)
+    answers = {slots: stream_generate(model, prompts, [40] * len(prompts), slots=slots, generation_config=config)
+               for slots in (24, 8, 3)}
+    assert answers[8] == answers[24] and answers[3] == answers[24]
