@@ -304,7 +304,14 @@ def write_truth_table() -> None:
 
 
 # --------------------------------------------------------------------------- gate
-def run_gate(policies: list[str], only: list[str], group: int, budget: str) -> None:
+def gate_folder(policy: str, dtype: str = "auto", batch_size: str = "auto") -> Path:
+    """Where the gate's results of one policy (and a numeric path other than the default's) are kept."""
+    return GATE_DIR / (policy + (f"-{dtype}" if dtype != "auto" else "") + (f"-slots{batch_size}"
+                                                                          if batch_size != "auto" else ""))
+
+
+def run_gate(policies: list[str], only: list[str], group: int, budget: str, dtype: str = "auto",
+             batch_size: str = "auto") -> None:
     from auditor import audit_many
 
     adapters = [a for a in zoo(base=BASE) if not only or a.name in only]
@@ -314,13 +321,17 @@ def run_gate(policies: list[str], only: list[str], group: int, budget: str) -> N
     # (the previous policy's fixed suite is the first round of the default's, so it is served by the cache)
     for k in range(0, len(adapters), group):
         for pol in policies:
-            folder = GATE_DIR / pol
+            folder = gate_folder(pol, dtype, batch_size)
             folder.mkdir(parents=True, exist_ok=True)
             part = [a for a in adapters[k:k + group] if not (folder / f"{a.name}.json").is_file()]
             if not part:
                 continue
             t0 = time.perf_counter()
             opts: dict[str, Any] = {"policy": None if POLICIES[pol] is None else str(POLICIES[pol]), "base": BASE}
+            if dtype != "auto":
+                opts["dtype"] = dtype
+            if batch_size != "auto":
+                opts["batch_size"] = int(batch_size)
             if pol == "previous":
                 opts["budget_items"] = 0
             elif budget != "auto":
@@ -565,6 +576,32 @@ def weight_space_vs_drift(table: dict[str, Any]) -> list[str]:
     return out
 
 
+def compare_decisions(a: str, b: str) -> int:
+    """Every adapter's verdict and rule decisions in gate folder ``a`` against ``b`` (e.g. bf16 against fp32):
+    the share of rule decisions that differ, and each one."""
+    fa, fb = GATE_DIR / a, GATE_DIR / b
+    names = sorted({p.stem for p in fa.glob("*.json")} & {p.stem for p in fb.glob("*.json")})
+    n_rules = n_differ = n_verdicts = 0
+    lines = []
+    for name in names:
+        ra, rb = (json.loads((f / f"{name}.json").read_text()) for f in (fa, fb))
+        if ra["verdict"]["verdict"] != rb["verdict"]["verdict"]:
+            n_verdicts += 1
+            lines.append(f"  {name}: verdict {ra['verdict']['verdict']} / {rb['verdict']['verdict']}")
+        da = {r["rule_id"]: r for r in ra["verdict"]["rules"]}
+        db = {r["rule_id"]: r for r in rb["verdict"]["rules"]}
+        for rule in sorted(set(da) & set(db)):
+            n_rules += 1
+            if da[rule]["decision"] != db[rule]["decision"]:
+                n_differ += 1
+                lines.append(f"  {name}: {rule}: {da[rule]['decision']} ({da[rule]['value']:+.1f}) / "
+                             f"{db[rule]['decision']} ({db[rule]['value']:+.1f})")
+    print(f"{a} / {b}: {len(names)} adapters, verdicts differ on {n_verdicts}, rule decisions differ on {n_differ} "
+          f"of {n_rules}")
+    print("\n".join(lines))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base", choices=["gemma3-270m"], help="another base's zoo (default: the embedded SmolLM2's)")
@@ -585,6 +622,10 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--group", type=int, default=4)
     g.add_argument("--budget", default="auto")
     g.add_argument("--only", action="append", default=[])
+    g.add_argument("--dtype", default="auto", help="a numeric path other than --dtype auto's (its own folder)")
+    g.add_argument("--batch-size", default="auto", help="slots other than the throughput sweep's (its own folder)")
+    c = sub.add_parser("compare", help="rule decisions of two gate folders (e.g. default and default-float32)")
+    c.add_argument("folders", nargs=2)
     sub.add_parser("report")
     args = ap.parse_args(argv)
     use_base(args.base)
@@ -597,7 +638,9 @@ def main(argv: list[str] | None = None) -> int:
                   tuple(n for arg in args.intended_only for n in arg.split(",") if n),
                   tuple(c for c in args.caps.split(",") if c), args.force)
     elif args.step == "gate":
-        run_gate(args.policies.split(","), args.only, args.group, args.budget)
+        run_gate(args.policies.split(","), args.only, args.group, args.budget, args.dtype, args.batch_size)
+    elif args.step == "compare":
+        return compare_decisions(*args.folders)
     else:
         return report()
     return 0

@@ -50,8 +50,9 @@ def render_summary_md(result: AuditResult, report_name: str = "report.html") -> 
     icon = "✅" if v.verdict == "pass" else "❌"
     lines = [f"## {icon} adapter-auditor: {v.verdict.upper()}", "",
              f"Adapter **{md(Path(result.adapter.path).name)}** on base **{md(result.base.name)}**, "
-             f"suite {md(result.suite.name)}; numeric path {md(result.run.dtype)} on {md(result.run.backend)} "
-             "(greedy answers differ between bf16 and fp32, so figures near a limit can too).", ""]
+             f"suite {md(result.suite.name)}; numeric path {md(result.run.dtype)} on {md(result.run.backend)}"
+             + (", batch-invariant" if (result.run.hf or {}).get("numerics", "torch") != "torch" else "")
+             + " (greedy answers differ between bf16 and fp32, so figures near a limit can too).", ""]
     if result.run.limit:
         lines += [f"> **--limit {result.run.limit}:** {limit_note(result.run.limit, result.run.budget)}", ""]
     prompts = result.run.prompts or {}

@@ -385,3 +385,12 @@ def test_a_limited_checklist_says_so_under_its_verdict():
     lines = render_checklist(_typed(r)).splitlines()
     assert lines[2] == "> **--limit 4:** at most 4 items per capability: a quick check with wide intervals, " \
                        "not the full suite's verdict", lines
+
+
+def test_the_summary_and_the_report_say_when_answers_were_batch_invariant():
+    r = _results()
+    plain_md, plain_html = render_summary_md(_typed(r)), render_html(_typed(r))
+    assert "batch-invariant" not in plain_md and "fixed_rows" not in plain_html
+    r["run"]["hf"] = {"batching": "continuous", "numerics": "fixed_rows/64"}
+    assert "numeric path" in plain_md and ", batch-invariant (" in render_summary_md(_typed(r))
+    assert "fixed_rows/64" in render_html(_typed(r))
