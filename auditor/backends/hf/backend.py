@@ -30,7 +30,6 @@ from .batching import auto_batch_size
 from .batching import batches as _batches
 from .batching import free_memory_bytes as _free_memory_bytes
 from .draft import Verified, accept, greedy_choices, make_draft
-from .invariant import NUMERICS, make_batch_invariant
 
 if TYPE_CHECKING:
     from ...options import AuditOptions
@@ -169,6 +168,8 @@ class HFBackend(CachedBackend):
                 param.data = param.data.clone()
         if self.resize is not None:
             self._resize_embeddings(model)
+        from .invariant import make_batch_invariant  # (imports torch: not at the module's import)
+
         if self.numerics:  # (before PEFT: it wraps the fixed-rows projections; the LoRA matrices after it)
             make_batch_invariant(model)
         with tempfile.TemporaryDirectory(prefix="auditor-adapter-") as tmp:
@@ -225,6 +226,8 @@ class HFBackend(CachedBackend):
         """How the linear layers compute on this device: :data:`~auditor.backends.hf.invariant.NUMERICS` (each row
         alike whatever else is in the batch: :mod:`auditor.backends.hf.invariant`) on the CPU; None (torch's
         own) on a GPU."""
+        from .invariant import NUMERICS
+
         return NUMERICS if self.device == "cpu" else None
 
     @functools.cached_property
