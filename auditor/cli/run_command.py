@@ -125,7 +125,7 @@ class RunOptions:
 
         return AuditOptions(
             base=self.base, policy=self.policy, suite=self.suite, label=self.label, limit=self.limit,
-            capabilities=tuple(c for v in self.capabilities for c in (x.strip() for x in v.split(",")) if c),
+            capabilities=tuple(c.strip() for v in self.capabilities for c in v.split(",")),
             batch_size=self.batch_size, batching=self.batching,
             draft=self.draft, noise_floor=self.noise_floor, data_dir=self.data_dir, cache=not self.no_cache, cache_dir=self.cache_dir,
             progress=not self.quiet, verbose=self.verbose, baseline=self.baseline, backend=self.backend,

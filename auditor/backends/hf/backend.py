@@ -221,7 +221,7 @@ class HFBackend(CachedBackend):
                 "attention_mask": torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in ids],
                                                device=self.device)}
 
-    @property
+    @functools.cached_property
     def numerics(self) -> str | None:
         """How the linear layers compute on this device: :data:`~auditor.backends.hf.invariant.NUMERICS` (each row
         alike whatever else is in the batch: :mod:`auditor.backends.hf.invariant`) on the CPU; None (torch's
