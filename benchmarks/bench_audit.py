@@ -67,6 +67,7 @@ from raw_generate import raw_generate_loop  # noqa: E402  (benchmarks/, the scri
 
 from auditor.backends.hf.backend import HFBackend  # noqa: E402
 from auditor.inspect.base_model import resolve_base  # noqa: E402
+from auditor.records import Variant  # noqa: E402
 from auditor.scorers import SCORERS  # noqa: E402
 from auditor.suite.benchmarks import local_benchmark_file  # noqa: E402
 from auditor.suite.manifest import load_suite  # noqa: E402
@@ -203,7 +204,7 @@ def part_a(suite, base, batch_size: int) -> dict:
     from auditor.util.hashing import adapter_digest
 
     info = inspect_adapter(str(TERSE), base.path, base.name)
-    adapters = {"adapter": (TERSE, adapter_digest(info.sha256, TERSE / "adapter_config.json"))}
+    adapters = [Variant.of_folder("adapter", TERSE, adapter_digest(info.sha256, TERSE / "adapter_config.json"))]
 
     def audit_stage(mix: bool) -> tuple[float, int]:
         backend = HFBackend(base.path, adapters, batch_size=batch_size, mix_variants=mix)
@@ -238,7 +239,7 @@ def part_a_vllm(suite, base) -> dict:
     from auditor.util.hashing import adapter_digest
 
     info = inspect_adapter(str(TERSE), base.path, base.name)
-    adapters = {"adapter": (TERSE, adapter_digest(info.sha256, TERSE / "adapter_config.json"))}
+    adapters = [Variant.of_folder("adapter", TERSE, adapter_digest(info.sha256, TERSE / "adapter_config.json"))]
     backend = VLLMBackend(base.path, adapters, max_rank=info.max_rank,
                           engine_args={"max_model_len": VLLM_MAX_MODEL_LEN})
     _ = backend.model  # engine start is not timed (as for the raw call below)

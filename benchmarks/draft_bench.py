@@ -150,6 +150,7 @@ def part_c(dtype: str, zoo: list[str], batch_size: int | str, scale: float) -> l
     from auditor.backends.hf.backend import HFBackend
     from auditor.cache import GenerationCache
     from auditor.inspect.base_model import resolve_base
+    from auditor.records import Variant
     from auditor.scorers import SCORERS
     from auditor.suite import load_suite, plan_requests
 
@@ -158,8 +159,8 @@ def part_c(dtype: str, zoo: list[str], batch_size: int | str, scale: float) -> l
     base = resolve_base(None)
     suite = load_suite("smoke", scorers=SCORERS)
     items = [it for it in suite.items if it.output_type != "multiple_choice"]
-    adapters = {name: (near_null(scale) if name == "near-null" else ROOT / "examples" / "zoo" / name, name)
-                for name in zoo}
+    adapters = [Variant.of_folder(name, near_null(scale) if name == "near-null" else ROOT / "examples" / "zoo" / name,
+                                  name) for name in zoo]
     lines = [f"(c) the zoo's adapter passes: {len(items)} generated smoke items each, base answers cached, "
              f"--dtype {dtype}, --batch-size {batch_size}"]
     with tempfile.TemporaryDirectory(prefix="draft-bench-") as tmp:

@@ -173,7 +173,7 @@ def run_truth(n_items: int, group: int, only: list[str], batch_size: int, intend
     from auditor.backends import HFBackend
     from auditor.cache import GenerationCache
     from auditor.inspect import inspect_adapter, resolve_base
-    from auditor.records import to_plain
+    from auditor.records import Variant, to_plain
     from auditor.scorers import score_all
     from auditor.suite import plan_requests
     from auditor.util.hashing import adapter_digest, folder_digest, sha256_file
@@ -209,10 +209,12 @@ def run_truth(n_items: int, group: int, only: list[str], batch_size: int, intend
             part = adapters[k:k + group]
             t0 = time.perf_counter()
             infos = [inspect_adapter(a.path, base.path, base.name) for a in part]
-            variants = {f"adapter{j}": (a.path, adapter_digest(sha256_file(Path(i.weights_file)),
-                                                               a.path / "adapter_config.json"))
-                        for j, (a, i) in enumerate(zip(part, infos))}
-            backend = HFBackend(base.path, variants, batch_size=batch_size, cache=cache, base_digest=digest)
+            variants = [f"adapter{j}" for j in range(len(part))]
+            digests = [adapter_digest(sha256_file(Path(i.weights_file)), a.path / "adapter_config.json")
+                       for a, i in zip(part, infos)]
+            backend = HFBackend(base.path, [Variant.of_folder(*vad) for vad in zip(variants, [a.path for a in part],
+                                                                                   digests)],
+                                batch_size=batch_size, cache=cache, base_digest=digest)
             backend.set_templates(_templates(base.path, list(variants), infos))
             gens = backend.generate(plan_requests(suite, ("base", *variants)))
             base_gens = [g for g in gens if g.variant == "base"]

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from raw_generate import raw_generate_loop  # noqa: E402  (benchmarks/, the script's own folder)
 
 from auditor.backends.hf.backend import HFBackend  # noqa: E402
-from auditor.records import Item, Request  # noqa: E402
+from auditor.records import Item, Request, Variant  # noqa: E402
 
 SHAPES = {
     "llama-8b": dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
@@ -109,7 +109,7 @@ def main() -> int:
         items.append(Item(id=f"p/{k}", capability="bench", group="HOW", messages=({"role": "user", "content": words},), max_new_tokens=args.max_new_tokens, target={}))
     requests = [Request(item=i, variant=v) for i in items for v in ("base", "adapter")]
 
-    backend = HFBackend(base_dir, {"adapter": (adapter_dir, "random-r16")}, batch_size=args.batch_size, dtype=dtype,
+    backend = HFBackend(base_dir, [Variant.of_folder("adapter", adapter_dir, "random-r16")], batch_size=args.batch_size, dtype=dtype,
                         device=device)
     backend._generate_batch(["w10 w11"], 4)  # warm-up (kernel selection, allocator)
     default_mix = backend.mix_variants  # "auto": mixed batches on the CPU, one variant per call on a GPU

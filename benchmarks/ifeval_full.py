@@ -66,9 +66,9 @@ def main() -> int:
     if args.backend == "vllm":
         from auditor.backends.vllm.engine import VLLMBackend
 
-        backend = VLLMBackend(base.path, None, engine_args={"max_model_len": 2048})
+        backend = VLLMBackend(base.path, (), engine_args={"max_model_len": 2048})
     else:
-        backend = HFBackend(base.path, None, batch_size=args.batch_size)
+        backend = HFBackend(base.path, (), batch_size=args.batch_size)
     todo = [i for i in items if i.id not in done]
     for k in range(0, len(todo), args.chunk):
         chunk = todo[k:k + args.chunk]

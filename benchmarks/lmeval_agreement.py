@@ -186,7 +186,7 @@ def main() -> None:
     got: dict[str, Any] = {}
 
     def audit_load() -> Any:  # the rows' items through the hf backend
-        backend = HFBackend(base, None, dtype="float32", device="cpu")
+        backend = HFBackend(base, (), dtype="float32", device="cpu")
         backend.show_progress = False
         _ = backend.model
         return backend

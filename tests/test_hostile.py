@@ -295,11 +295,11 @@ def test_partial_or_misshapen_dora_is_refused(cli, tmp_path):
 @pytest.mark.slow
 def test_dora_runs_on_the_hf_backend_even_when_the_config_denies_it(tmp_path, base_model):
     from auditor.backends.hf.backend import HFBackend
-    from auditor.records import Item, Request
+    from auditor.records import Item, Request, Variant
 
     a = _dora(tmp_path / "a", use_dora=False)
     # static batching: the path that can mix variants in one batch (continuous streams never do)
-    backend = HFBackend(base_model.path, {"adapter": (a, "dora-test")}, batch_size=2, batching="static")
+    backend = HFBackend(base_model.path, [Variant.of_folder("adapter", a, "dora-test")], batch_size=2, batching="static")
     item = Item(id="t/0", capability="math", group="CAN", messages=({"role": "user", "content": "What is 2+3?"},), max_new_tokens=4, target={})
     gens = backend.generate([Request(item=item, variant="base"), Request(item=item, variant="adapter")])
     assert [g.variant for g in gens] == ["base", "adapter"] and all(g.n_tokens > 0 for g in gens)

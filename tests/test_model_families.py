@@ -142,14 +142,14 @@ def test_a_system_message_is_folded_into_the_first_user_turn_where_the_template_
     from auditor.backends.hf.backend import HFBackend
     from auditor.inspect import inspect_adapter
     from auditor.inspect.chat_template import choose_templates
-    from auditor.records import Item
+    from auditor.records import Item, Variant
 
     base, adapter = _tiny_family("mistral", base_model, tmp_path)
     info = inspect_adapter(adapter, base, str(base))
     templates, warnings = choose_templates("adapter", base, {"adapter": info})
     assert templates["base"].system_role == templates["adapter"].system_role == "folded"
     assert any("rejects a system role" in w for w in warnings["adapter"])
-    backend = HFBackend(base, {"adapter": (adapter, "d" * 64)})
+    backend = HFBackend(base, [Variant.of_folder("adapter", adapter, "d" * 64)])
     backend.set_templates(templates)
     item = Item(id="x/1", capability="multiturn", group="WILL", max_new_tokens=8, target={},
                 messages=({"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi."},

@@ -105,11 +105,6 @@ class Backend(Protocol):
         """What results.json records under ``run.<name>`` for one adapter variant (None: nothing)."""
 
 
-def adapter_folders(variants: Sequence[Variant]) -> dict[str, tuple[Path, str]]:
-    """Variant name → (PEFT folder, content digest): what a backend's constructor takes of a run's variants."""
-    return {v.name: (v.folder, v.digest) for v in variants}
-
-
 class BackendClass(Protocol):
     """A backend class as registered in :data:`auditor.backends.BACKENDS`: the hooks the pipeline calls
     before any model loads, and the factory of the run's :class:`Backend` (classmethods of a
@@ -156,7 +151,7 @@ class CachedBackend:
     #: ``base``: adapter answers drafted from the base's (:mod:`auditor.backends.hf.draft`); ``off``: decoded
     draft = "off"
 
-    def __init__(self, base_path: Path, adapters: dict[str, tuple[Path, str]] | None, dtype: str,
+    def __init__(self, base_path: Path, adapters: Sequence[Variant], dtype: str,
                  cache: GenerationCache | None, base_digest: str, batch_size: int | str = 0):
         from transformers import AutoTokenizer
         from transformers.utils import logging as hf_logging
@@ -168,7 +163,8 @@ class CachedBackend:
         #: lines the engine's setup wants the user to see (the pipeline logs them and records them as warnings)
         self.setup_warnings: list[str] = []
         self.base_path, self.dtype = Path(base_path), dtype
-        self.adapters = {v: (Path(p), d) for v, (p, d) in (adapters or {}).items()}
+        #: variant name → the adapter's variant (its folder, digest and inspection record)
+        self.adapters: dict[str, Variant] = {v.name: v for v in adapters}
         if "base" in self.adapters:
             raise ValueError("'base' is the name of the base variant, not of an adapter")
         self.tokenizer = AutoTokenizer.from_pretrained(str(base_path))
@@ -273,7 +269,7 @@ class CachedBackend:
                     self.stats.scored[variant] = self.stats.scored.get(variant, 0) + 1
                     cache.put(keys[(item.id, variant)], json.dumps({"loglikelihoods": lls, "scored_tokens": n}), 0,
                               {"base": self.base_digest, "backend": self.name,
-                               "adapter": None if variant == "base" else self.adapters[variant][1]})
+                               "adapter": None if variant == "base" else self.adapters[variant].digest})
             self.stats.score_s += time.perf_counter() - t0
         return [results[(r.item.id, r.variant)] for r in requests]
 
@@ -362,7 +358,7 @@ class CachedBackend:
         with its own tokenizer's files when it has one."""
         if variant == "base":
             return None
-        digest = self.adapters[variant][1]
+        digest = self.adapters[variant].digest
         return f"{digest}+tokenizer:{self._tokenizer_sha[variant]}" if variant in self._tokenizer_sha else digest
 
     def run_info(self, variant: str) -> dict[str, Any] | None:
@@ -460,7 +456,7 @@ class CachedBackend:
         self.stats.generated[variant] = self.stats.generated.get(variant, 0) + 1
         p.cache.put(p.keys[(item.id, variant)], text, n, {"base": self.base_digest, "backend": self.name,
                                                           "adapter": None if variant == "base"
-                                                          else self.adapters[variant][1]}, token_ids)
+                                                          else self.adapters[variant].digest}, token_ids)
 
     def _progress(self) -> Progress:
         return Progress(TextColumn("[bold]generate[/] {task.description}"), BarColumn(), MofNCompleteColumn(),

@@ -27,6 +27,13 @@ class Variant:
     info: AdapterRecord
     warnings: tuple[str, ...] = ()
 
+    @classmethod
+    def of_folder(cls, name: str, folder: Path | str, digest: str) -> Variant:
+        """A variant of an adapter folder that inspection did not see (a benchmark or test driving a backend
+        directly): its record holds the folder and the digest only (``info.config`` None), and a backend reads
+        what else it needs (the hf backend: whether the weights hold DoRA magnitudes) from the files."""
+        return cls(name=name, info=AdapterRecord(path=str(folder), content_sha256=digest))
+
     @property
     def folder(self) -> Path:
         """The PEFT folder the backend loads."""

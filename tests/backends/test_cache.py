@@ -16,7 +16,7 @@ from conftest import AUDIT, DEMO_ADAPTERS, ROOT
 from auditor.backends.hf.backend import HFBackend
 from auditor.cache.generations import GenerationCache, cache_info, clear_cache, generation_key
 from auditor.inspect.adapter import inspect_adapter
-from auditor.records import Item, Request
+from auditor.records import Item, Request, Variant
 from auditor.util.hashing import adapter_digest, folder_digest
 
 TERSE, MATH = DEMO_ADAPTERS / "terse-instruct-r8", DEMO_ADAPTERS / "math-arith-r8"
@@ -64,11 +64,11 @@ def _items(n: int = 2, budget: int = 6) -> list[Item]:
 def _backend(base, adapter_dir: Path, cache: GenerationCache, batch_size: int | str = 4, base_path: Path | None = None,
              batching: str = "auto", mix_variants: bool | str = "auto", more: dict[str, Path] | None = None):
     path = base_path or base.path
-    folders = {}
+    variants = []
     for name, folder in {"adapter": adapter_dir, **(more or {})}.items():
         info = inspect_adapter(str(folder), base.path, base.name)
-        folders[name] = (folder, adapter_digest(info.sha256, folder / "adapter_config.json"))
-    return HFBackend(path, folders, batch_size=batch_size, cache=cache, base_digest=folder_digest(path),
+        variants.append(Variant.of_folder(name, folder, adapter_digest(info.sha256, folder / "adapter_config.json")))
+    return HFBackend(path, variants, batch_size=batch_size, cache=cache, base_digest=folder_digest(path),
                      batching=batching, mix_variants=mix_variants)
 
 
@@ -290,7 +290,7 @@ def test_mix_variants_auto_mixes_on_the_cpu_only_decision_without_gpu(base_model
     ``cuda`` name can be given on this GPU-less machine): mixed batches on the CPU,
     one variant per call on a GPU (benchmarks/RESULTS.md, gpu_bench), and the choice
     is part of the cache key's settings."""
-    adapters = {"adapter": (TERSE, "digest-of-terse")}
+    adapters = [Variant.of_folder("adapter", TERSE, "digest-of-terse")]
     cpu = HFBackend(base_model.path, adapters, device="cpu", batching="static")
     gpu = HFBackend(base_model.path, adapters, device="cuda:0", batching="static")
     assert cpu.mix_variants and not gpu.mix_variants

@@ -94,12 +94,13 @@ def test_drafted_answers_are_plain_greedy_answers_in_fp32(base_model, adapter, t
     adapter's drafts are accepted whole."""
     from auditor.backends.hf.backend import HFBackend
     from auditor.cache import GenerationCache
+    from auditor.records import Variant
 
     items = _items()
     requests = [Request(item=i, variant=v) for v in ("base", "adapter") for i in items]
     answers = {}
     for mode in ("off", "base"):
-        b = HFBackend(base_model.path, {"adapter": (adapter, "digest")}, dtype="float32", batch_size=4,
+        b = HFBackend(base_model.path, [Variant.of_folder("adapter", adapter, "digest")], dtype="float32", batch_size=4,
                       cache=GenerationCache(tmp_path / mode), base_digest="test-base", draft=mode)
         b.show_progress = False
         answers[mode] = [(g.text, g.n_tokens) for g in b.generate(requests)]
@@ -121,7 +122,7 @@ def test_draft_base_is_refused_where_it_is_not_verified(base_model, tmp_path):
     from auditor.errors import AuditInputError
 
     with pytest.raises(AuditInputError, match="--draft base"):
-        HFBackend(base_model.path, None, batching="static", draft="base")
-    assert HFBackend(base_model.path, None, batching="static", draft="auto").draft == "off"
-    assert HFBackend(base_model.path, None, dtype="float32", device="cpu", draft="auto").draft == "off"
-    assert HFBackend(base_model.path, None, dtype="bfloat16", device="cpu", draft="auto").draft == "base"
+        HFBackend(base_model.path, (), batching="static", draft="base")
+    assert HFBackend(base_model.path, (), batching="static", draft="auto").draft == "off"
+    assert HFBackend(base_model.path, (), dtype="float32", device="cpu", draft="auto").draft == "off"
+    assert HFBackend(base_model.path, (), dtype="bfloat16", device="cpu", draft="auto").draft == "base"

@@ -34,7 +34,7 @@ def _arc_items(n: int) -> list[Item]:
 
 @pytest.fixture(scope="module")
 def backend(base_model, tmp_path_factory):
-    b = HFBackend(base_model.path, None, dtype="float32",
+    b = HFBackend(base_model.path, (), dtype="float32",
                   cache=GenerationCache(tmp_path_factory.mktemp("cache")), base_digest="test-base")
     b.show_progress = False
     return b
@@ -62,7 +62,7 @@ def test_one_pass_per_item_equals_one_forward_pass_per_choice(backend):
 def test_an_items_loglikelihoods_do_not_depend_on_the_other_items(backend, base_model, tmp_path, dtype):
     """Exactly equal, bf16 included (where batching items together moved them by up to 0.5 nats): a resumed
     or cached audit scores an item as a fresh one does."""
-    b = backend if dtype == "float32" else HFBackend(base_model.path, None, dtype=dtype,
+    b = backend if dtype == "float32" else HFBackend(base_model.path, (), dtype=dtype,
                                                      cache=GenerationCache(tmp_path), base_digest="test-base")
     b.show_progress = False
     items = _arc_items(10)

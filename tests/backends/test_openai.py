@@ -20,6 +20,7 @@ from conftest import AUDIT, DEMO_ADAPTERS, ROOT, assert_one_line_error
 
 from auditor.backends.openai_server.client import OpenAIBackend
 from auditor.errors import AuditInputError
+from auditor.records import Variant
 from auditor.reports.results_file import schema_error
 
 TERSE, MATH = DEMO_ADAPTERS / "terse-instruct-r8", DEMO_ADAPTERS / "math-arith-r8"
@@ -32,7 +33,8 @@ def _audit(args, env=None, timeout=1800):
 
 
 def test_model_list_matching(base_model):
-    b = OpenAIBackend(base_model.path, {"adapter": (TERSE, "d" * 64), "adapter1": (MATH, "e" * 64)},
+    b = OpenAIBackend(base_model.path,
+                      [Variant.of_folder("adapter", TERSE, "d" * 64), Variant.of_folder("adapter1", MATH, "e" * 64)],
                       endpoint="http://h/v1", base_name=base_model.name)
     listed = [{"id": "smol", "root": str(base_model.path), "parent": None},
               {"id": "t", "root": str(TERSE), "parent": "smol"},   # found by the path it was loaded from
@@ -133,7 +135,7 @@ def test_server_side_refusals_are_one_line_with_the_servers_reason(vllm_server, 
     reach the real server; the line carries its own message and the knob to turn."""
     from auditor.records import Item
 
-    backend = OpenAIBackend(base_model.path, {"adapter": (TERSE, "a" * 64)}, endpoint=vllm_server,
+    backend = OpenAIBackend(base_model.path, [Variant.of_folder("adapter", TERSE, "a" * 64)], endpoint=vllm_server,
                             served_names={"adapter": "terse"}, max_retries=0)
     _ = backend.model  # reads the model list: base and adapter are served
     item = Item(id="math/long", capability="math", group="CAN", messages=({"role": "user", "content": "x"},),
@@ -169,13 +171,13 @@ def test_loglikelihoods_through_a_real_vllm_server_agree_with_hf(vllm_server, ba
     from auditor.records import Request
 
     items = _mc_items()
-    backend = OpenAIBackend(base_model.path, {"adapter": (TERSE, "a" * 64)}, endpoint=vllm_server,
+    backend = OpenAIBackend(base_model.path, [Variant.of_folder("adapter", TERSE, "a" * 64)], endpoint=vllm_server,
                             served_names={"adapter": "terse"}, max_retries=0)
     backend.show_progress = False
     gens = backend.loglikelihoods([Request(item=it, variant=v) for v in ("base", "adapter") for it in items],
                                   use_cache=False)
     got = {v: [list(g.loglikelihoods or ()) for g in gens if g.variant == v] for v in ("base", "adapter")}
-    hf = HFBackend(base_model.path, {"adapter": (TERSE, "a" * 64)}, dtype="float32", device="cpu")
+    hf = HFBackend(base_model.path, [Variant.of_folder("adapter", TERSE, "a" * 64)], dtype="float32", device="cpu")
     hf.show_progress = False
     for v in ("base", "adapter"):
         for it, lls, (want, n) in zip(items, got[v], hf.score_choices(v, items), strict=True):
@@ -242,7 +244,7 @@ def test_a_server_without_prompt_logprobs_is_one_line(base_model, kind):
     seen: list[dict] = []
     server = _Server(lambda body: (seen.append(body), replies[kind](body))[1])
     try:
-        backend = OpenAIBackend(base_model.path, None, endpoint=server.url, max_retries=0)
+        backend = OpenAIBackend(base_model.path, (), endpoint=server.url, max_retries=0)
         backend.show_progress = False
         with pytest.raises(AuditInputError) as e:
             backend.loglikelihoods([Request(item=_mc_items()[0], variant="base")], use_cache=False)

@@ -29,7 +29,7 @@ from auditor.backends.vllm.compat import (
 from auditor.backends.vllm.engine import BackendSelfCheckError, VLLMBackend
 from auditor.errors import AuditInputError
 from auditor.inspect.adapter import inspect_adapter, preflight_adapter
-from auditor.records import Item
+from auditor.records import Item, Variant
 from auditor.util.hashing import adapter_digest
 
 MATH = DEMO_ADAPTERS / "math-arith-r8"
@@ -152,7 +152,7 @@ def test_max_lora_rank_is_the_real_rank_rounded_up(base_model, tmp_path):
     info = inspect_adapter(folder, base_model.path, base_model.name)
     assert info.r == 4 and info.max_rank == 12
     digest = adapter_digest(info.sha256, folder / "adapter_config.json")
-    backend = VLLMBackend(base_model.path, {"adapter": (folder, digest)}, max_rank=info.max_rank)
+    backend = VLLMBackend(base_model.path, [Variant.of_folder("adapter", folder, digest)], max_rank=info.max_rank)
     assert backend.max_lora_rank == 16 and backend.max_loras == 2
     assert backend.loras["adapter"] == lora_identity(digest) and not backend.model_loaded
 
@@ -203,7 +203,9 @@ def test_auto_backend_choice_mocked_gpu(monkeypatch):
 def test_engine_arguments_mocked_gpu(base_model, monkeypatch):
     """On a GPU the engine keeps CUDA graphs (no enforce_eager) and --vllm-arg reaches vllm.LLM unchanged."""
     monkeypatch.setattr(generate_vllm, "gpu_present", lambda: True)
-    backend = VLLMBackend(base_model.path, {"adapter0": (MATH, "a" * 64), "adapter1": (MATH, "b" * 64)}, max_rank=8,
+    backend = VLLMBackend(base_model.path,
+                          [Variant.of_folder("adapter0", MATH, "a" * 64), Variant.of_folder("adapter1", MATH, "b" * 64)],
+                          max_rank=8,
                           dtype="bfloat16", engine_args=parse_engine_args(
                               ["tensor_parallel_size=4", "pipeline_parallel_size=2", "gpu_memory_utilization=0.85",
                                "max_model_len=8192"]))
@@ -230,7 +232,7 @@ def test_misspelt_vllm_arg_is_one_line_before_the_engine_starts(tmp_path, cli):
 def test_self_check_catches_a_leaked_or_dropped_lora_mocked_engine(base_model, monkeypatch, fault):
     """The engine's single-variant answers (mocked) against the mixed call's: a base row that came out as the
     adapter's answer, or an adapter row that came out as the base's, stops the audit."""
-    backend = VLLMBackend(base_model.path, {"adapter": (MATH, "a" * 64)}, max_rank=8)
+    backend = VLLMBackend(base_model.path, [Variant.of_folder("adapter", MATH, "a" * 64)], max_rank=8)
     items = [Item(id=f"m/{k}", capability="math", group="CAN", messages=({"role": "user", "content": f"{k}+1?"},), max_new_tokens=8, target={}) for k in range(4)]
     ref = {"base": "base answer", "adapter": "adapter answer"}
     calls = []
@@ -257,7 +259,7 @@ def test_self_check_catches_a_leaked_or_dropped_lora_mocked_engine(base_model, m
 def test_self_check_compares_long_answers_on_their_regenerated_prefix_mocked_engine(base_model, monkeypatch, fault):
     """Long answers: the re-generated rows are the first SELF_CHECK_TOKENS tokens, and a mixed row agrees
     with a prefix it starts with."""
-    backend = VLLMBackend(base_model.path, {"adapter": (MATH, "a" * 64)}, max_rank=8)
+    backend = VLLMBackend(base_model.path, [Variant.of_folder("adapter", MATH, "a" * 64)], max_rank=8)
     items = [Item(id=f"m/{k}", capability="math", group="CAN", messages=({"role": "user", "content": f"{k}+1?"},), max_new_tokens=96, target={}) for k in range(3)]
     full = {"base": "The answer is 2 because one plus one is two, as every child knows.",
             "adapter": "2. Done."}
@@ -400,7 +402,7 @@ def test_loglikelihoods_of_an_lm_head_lora_are_refused_before_the_engine_starts(
     from auditor.util.versions import first_installed
 
     folder = _lm_head_lora(tmp_path / "lm_head")
-    backend = VLLMBackend(base_model.path, {"adapter": (folder, "c" * 64)}, max_rank=8)
+    backend = VLLMBackend(base_model.path, [Variant.of_folder("adapter", folder, "c" * 64)], max_rank=8)
     with pytest.raises(AuditInputError) as e:
         backend.loglikelihoods([Request(item=_mc_item(), variant="adapter")], use_cache=False)
     assert e.value.one_line() == (

@@ -15,7 +15,7 @@ from auditor.backends.hf.backend import HFBackend
 from auditor.backends.vllm.engine import VLLMBackend
 from auditor.errors import AuditInputError
 from auditor.inspect.base_model import resolve_base
-from auditor.records import Item, Request
+from auditor.records import Item, Request, Variant
 from auditor.scorers.loglikelihood import build_target
 
 #: (context, choices, gold): shared contexts, then one item with a context per choice (WinoGrande's partial scoring)
@@ -40,12 +40,12 @@ def items() -> list[Item]:
 def main(adapter: Path, dtype: str) -> None:
     base = resolve_base(None)
     its = items()
-    vllm = VLLMBackend(base.path, {"adapter": (adapter, "a" * 64)}, max_rank=8, dtype=dtype)
+    vllm = VLLMBackend(base.path, [Variant.of_folder("adapter", adapter, "a" * 64)], max_rank=8, dtype=dtype)
     vllm.show_progress = False
     gens = vllm.loglikelihoods([Request(item=it, variant=v) for v in ("base", "adapter") for it in its],
                                use_cache=False)
     got = {v: [list(g.loglikelihoods or ()) for g in gens if g.variant == v] for v in ("base", "adapter")}
-    hf = HFBackend(base.path, {"adapter": (adapter, "a" * 64)}, dtype=dtype, device="cpu")
+    hf = HFBackend(base.path, [Variant.of_folder("adapter", adapter, "a" * 64)], dtype=dtype, device="cpu")
     hf.show_progress = False
     ref = {v: [lls for lls, _ in hf.score_choices(v, its)] for v in ("base", "adapter")}
     checks = {v: vllm.ll_check.get(v) for v in ("base", "adapter")}

@@ -103,7 +103,7 @@ def test_audited_end_to_end_on_hf(added_tokens_adapter, tmp_path, cli, base_mode
     assert "resized from 49,152 to 49,154 tokens for the adapter&#39;s answers (2 added: &lt;|tool|&gt;" in html
     # the base variant keeps the base's answers: the same as a model that was never resized
     suite = load_suite("smoke", limit=2, only=("math",), scorers=SCORERS)
-    plain = HFBackend(base_model.path, None, batch_size=2).generate([Request(item=it, variant="base") for it in suite.items])
+    plain = HFBackend(base_model.path, (), batch_size=2).generate([Request(item=it, variant="base") for it in suite.items])
     by_id = {it["id"]: it for it in res["items"]}
     assert [by_id[g.item_id]["base"]["text"] for g in plain] == [g.text for g in plain]
     assert any(by_id[g.item_id]["adapter"]["text"] != g.text for g in plain)  # 4 training steps moved the adapter

@@ -18,7 +18,7 @@ from auditor.inspect.tokenizer_files import (
     inspect_tokenizer_files,
     template_sha256,
 )
-from auditor.records import Item, Request
+from auditor.records import Item, Request, Variant
 
 #: SmolLM2's template adds this system turn when a conversation has none; SmolLM v1's does not
 SMOLLM2_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
@@ -59,7 +59,7 @@ def test_by_default_the_third_party_adapter_is_prompted_with_its_own_template(ba
     assert templates["base"].chat_template == "base" and templates["adapter"].chat_template == "adapter"
     assert templates["adapter"].template_file == str(MEDICAL / "tokenizer_config.json")
     assert any("ships its own chat template (tokenizer_config.json), which differs" in w for w in warnings["adapter"])
-    backend = HFBackend(base_model.path, {"adapter": (MEDICAL, "d" * 64)})
+    backend = HFBackend(base_model.path, [Variant.of_folder("adapter", MEDICAL, "d" * 64)])
     backend.set_templates(templates)
     item = Item(id="math/x", capability="math", group="CAN", messages=({"role": "user", "content": "What is 2 + 2?"},), max_new_tokens=8, target={})
     base, mine = backend.render(item, "base"), backend.render(item, "adapter")
@@ -227,7 +227,7 @@ def test_a_base_without_a_chat_template_is_prompted_plainly(base_model, tmp_path
     assert templates["base"].chat_template == templates["adapter"].chat_template == "none"
     with pytest.raises(AuditInputError, match="has no chat template.*--chat-template none"):
         choose_templates("base", base, {"adapter": info})
-    backend = HFBackend(base, {"adapter": (adapter, "d" * 64)})
+    backend = HFBackend(base, [Variant.of_folder("adapter", adapter, "d" * 64)])
     backend.set_templates(templates)
     item = Item(id="x/1", capability="multiturn", group="WILL", max_new_tokens=8, target={},
                 messages=({"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi."},

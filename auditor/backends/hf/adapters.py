@@ -13,7 +13,7 @@ from ...records import AdapterConfig, VocabResize
 
 def holds_dora(folder: Path) -> bool:
     """Whether the adapter's weights hold DoRA magnitudes (header only; see :mod:`auditor.inspect.tensors`):
-    for a backend built without the inspection's answer (``HFBackend(inspected=None)``)."""
+    for a variant inspection did not see (:meth:`auditor.records.Variant.of_folder`)."""
     from peft.utils import SAFETENSORS_WEIGHTS_NAME as WEIGHTS_NAME  # the file auditor.inspect.paths.WEIGHTS_NAME names
     from safetensors import safe_open
 

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from ...cache import GenerationCache
 from ...errors import AuditInputError
-from ...records import AdapterConfig, BaseModel, Generation, Item, Request, Variant, VocabResize
+from ...records import BaseModel, Generation, Item, Request, Variant
 from ...util.versions import versions
-from ..base import CachedBackend, adapter_folders, encode_pair, tokens_read
+from ..base import CachedBackend, encode_pair, tokens_read
 from .adapters import as_the_tensors_say as _as_the_tensors_say
 from .adapters import base_vocabulary_only as _base_vocabulary_only
 from .adapters import holds_dora as _holds_dora
@@ -43,8 +43,10 @@ class HFBackend(CachedBackend):
 
     Args:
         base_path: local HF model folder of the base.
-        adapters: variant name → (PEFT adapter folder, content digest), e.g.
-            ``{"adapter": (path, digest)}``; empty or None to run the base only.
+        adapters: the run's adapter variants (:class:`~auditor.records.Variant`: the PEFT folder, the content
+            digest that keys its answers, and what inspection found: DoRA, the parsed config, a resized
+            vocabulary); empty to run the base only. ``Variant.of_folder(name, folder, digest)`` for a folder
+            inspection did not see.
         batch_size: items per ``generate`` call (each with every variant it
             still needs), or ``"auto"``: per generation budget, as many as
             fit in half the free memory (:func:`auto_batch_size`), at most
@@ -65,13 +67,6 @@ class HFBackend(CachedBackend):
             Llama-8B shape: mixed batches ran at 0.74 of raw ``generate``;
             ``benchmarks/gpu_bench.py``). The items of a batch are the same for
             every variant either way (same padding).
-        vocab_resize: variant → the resized vocabulary of an adapter trained with added tokens
-            (:class:`~auditor.records.VocabResize`): the model's embeddings are resized to its size
-            before PEFT loads the adapters, that variant's prompts are encoded and its answers decoded
-            with its own tokenizer, and every other variant (the base included) keeps the base's
-            vocabulary (ids at and above the base's size never generated).
-        inspected: variant → (whether its weights hold DoRA magnitudes, its parsed config), as inspection
-            found them (:class:`~auditor.records.AdapterInfo`); None reads the weights' header again.
         batching: ``continuous`` (transformers' continuous batching, one stream per variant:
             :mod:`auditor.backends.hf.stream`; ``batch_size`` is then the requests decoded at once),
             ``static`` (``generate`` calls of ``batch_size`` items, every variant of an item in the same
@@ -88,27 +83,28 @@ class HFBackend(CachedBackend):
 
     name = "hf"
 
-    def __init__(self, base_path: Path, adapters: dict[str, tuple[Path, str]] | None, batch_size: int | str = 24,
+    def __init__(self, base_path: Path, adapters: Sequence[Variant] = (), batch_size: int | str = 24,
                  dtype: str = "float32", cache: GenerationCache | None = None, base_digest: str = "",
-                 mix_variants: bool | str = "auto", device: str = "auto",
-                 vocab_resize: dict[str, VocabResize] | None = None,
-                 inspected: dict[str, tuple[bool, AdapterConfig | None]] | None = None, batching: str = "auto",
+                 mix_variants: bool | str = "auto", device: str = "auto", batching: str = "auto",
                  draft: str = "off"):
         import torch
 
         super().__init__(base_path, adapters, dtype, cache, base_digest, batch_size)
-        self.vocab_resize = dict(vocab_resize or {})
+        #: variant → the resized vocabulary of an adapter trained with added tokens (its record's
+        #: ``vocab_resize``): the model's embeddings are resized to its size before PEFT loads the adapters, that
+        #: variant's prompts are encoded and its answers decoded with its own tokenizer, and every other variant
+        #: (the base included) keeps the base's vocabulary (ids at and above the base's size never generated)
+        self.vocab_resize = {v.name: v.info.vocab_resize for v in adapters if v.info.vocab_resize is not None}
         #: the vocabulary the model's embeddings are resized to (None: the base's)
         self.resize = shared_vocab_resize(self.vocab_resize)
         for variant in self.vocab_resize:
-            self._own_tokenizer(variant, self.adapters[variant][0])
+            self._own_tokenizer(variant, self.adapters[variant].folder)
         self.torch = torch
         self.device: str = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
-        #: variant → its weights hold DoRA magnitudes (loaded as DoRA whatever use_dora says)
-        self.dora = {v: inspected[v][0] if inspected and v in inspected else _holds_dora(p)
-                     for v, (p, _) in self.adapters.items()}
-        #: variant → its parsed adapter_config.json (None: read by PEFT only)
-        self.configs = {v: inspected[v][1] if inspected and v in inspected else None for v in self.adapters}
+        #: variant → its weights hold DoRA magnitudes (loaded as DoRA whatever use_dora says): as inspection
+        #: found, or read from the weights' header for a variant inspection did not see (no parsed config)
+        self.dora = {name: v.info.dora if v.info.config is not None else _holds_dora(v.folder)
+                     for name, v in self.adapters.items()}
         #: put rows of several variants in one static generate call (peft mixed-adapter batches; not with DoRA,
         #: which peft refuses there)
         if mix_variants == "auto":
@@ -147,11 +143,8 @@ class HFBackend(CachedBackend):
     @classmethod
     def create(cls, opts: AuditOptions, base: BaseModel, variants: Sequence[Variant], cache: GenerationCache,
                base_digest: str) -> HFBackend:
-        resized = {v.name: v.info.vocab_resize for v in variants if v.info.vocab_resize is not None}
-        return cls(base.path, adapter_folders(variants), batch_size=opts.batch_size, dtype=opts.dtype, cache=cache,
-                   base_digest=base_digest, vocab_resize=resized,
-                   inspected={v.name: (v.info.dora, v.info.config) for v in variants}, batching=opts.batching,
-                   draft=opts.draft)
+        return cls(base.path, variants, batch_size=opts.batch_size, dtype=opts.dtype, cache=cache,
+                   base_digest=base_digest, batching=opts.batching, draft=opts.draft)
 
     def _load(self):
         """The base model with every adapter attached (each as its own peft adapter, named by its variant)."""
@@ -173,8 +166,8 @@ class HFBackend(CachedBackend):
         if self.numerics:  # (before PEFT: it wraps the fixed-rows projections; the LoRA matrices after it)
             make_batch_invariant(model)
         with tempfile.TemporaryDirectory(prefix="auditor-adapter-") as tmp:
-            for k, (variant, (path, _)) in enumerate(self.adapters.items()):
-                path = _as_the_tensors_say(path, self.dora[variant], Path(tmp) / variant, self.configs[variant])
+            for k, (variant, adapter) in enumerate(self.adapters.items()):
+                path = _as_the_tensors_say(adapter.folder, self.dora[variant], Path(tmp) / variant, adapter.info.config)
                 if k == 0:
                     from peft import PeftModel
 
@@ -200,7 +193,7 @@ class HFBackend(CachedBackend):
         for variant, r in self.vocab_resize.items():
             n = len(self.tokenizer_for(variant))
             if n != r.size:
-                raise AuditInputError(Path(self.adapters[variant][0]) / r.tokenizer_file,
+                raise AuditInputError(self.adapters[variant].folder / r.tokenizer_file,
                                       f"the adapter's tokenizer has {n:,} tokens but its saved embeddings have "
                                       f"{r.size:,} rows")
         assert self.resize is not None  # called only for a resized vocabulary

@@ -48,7 +48,7 @@ from ...cache.generations import GenerationCache
 from ...errors import AuditInputError
 from ...records import BaseModel, Generation, Item, Request, Variant
 from ...util.versions import versions
-from ..base import CachedBackend, adapter_folders, refuse_draft
+from ..base import CachedBackend, refuse_draft
 
 if TYPE_CHECKING:
     from ...options import AuditOptions
@@ -60,7 +60,7 @@ class OpenAIBackend(CachedBackend):
     Args:
         base_path: local HF model folder of the base (its tokenizer and chat
             template render the prompts; its files key the cache).
-        adapters: variant name → (PEFT adapter folder, content digest).
+        adapters: the run's adapter variants (:class:`~auditor.records.Variant`: PEFT folder, content digest).
         endpoint: the server's API root, e.g. ``http://127.0.0.1:8000/v1``.
         served_base: the base's served model name (None: the one model of the
             list that is not a LoRA, or the base's name).
@@ -73,7 +73,7 @@ class OpenAIBackend(CachedBackend):
 
     name = "openai"
 
-    def __init__(self, base_path: Path, adapters: dict[str, tuple[Path, str]] | None, endpoint: str,
+    def __init__(self, base_path: Path, adapters: Sequence[Variant], endpoint: str,
                  served_base: str | None = None, served_names: dict[str, str] | None = None,
                  concurrency: int = 8, timeout_s: float = 300.0, max_retries: int = 4,
                  cache: GenerationCache | None = None, base_digest: str = "", base_name: str = ""):
@@ -96,14 +96,13 @@ class OpenAIBackend(CachedBackend):
     @classmethod
     def create(cls, opts: AuditOptions, base: BaseModel, variants: Sequence[Variant], cache: GenerationCache,
                base_digest: str) -> OpenAIBackend:
-        adapters, infos = adapter_folders(variants), [v.info for v in variants]
-        for info in infos:  # prompts go to the server as the base's token ids; vLLM serves no extra vocabulary
+        for info in (v.info for v in variants):  # prompts go to the server as the base's token ids; vLLM serves no extra vocabulary
             if info.vocab_resize is not None:
                 raise AuditInputError(info.weights_file, f"the adapter was trained with {info.vocab_resize.n_added} "
                                                          "added tokens (a resized vocabulary), which an OpenAI-compatible"
                                                          " server cannot be sent; run the audit with --backend hf")
         assert opts.endpoint  # check_options refused a run without one
-        return cls(base.path, adapters, endpoint=opts.endpoint, served_base=opts.served_base,
+        return cls(base.path, variants, endpoint=opts.endpoint, served_base=opts.served_base,
                    served_names=dict(zip([v.name for v in variants], opts.served_adapters)), concurrency=opts.concurrency,
                    cache=cache, base_digest=base_digest, base_name=base.name)
 
@@ -145,7 +144,7 @@ class OpenAIBackend(CachedBackend):
             raise AuditInputError(self.endpoint, f"base model {base!r} is not served (served: {listing}); "
                                                  "name it with --served-base")
         out = {"base": (base, by_id[base].get("root"))}
-        for variant, (path, _) in self.adapters.items():
+        for variant, path in ((name, v.folder) for name, v in self.adapters.items()):
             name = self._served_given.get(variant)
             if name is None:
                 roots = [m for m in models if m.get("root") and _same_path(m["root"], path)]

@@ -68,7 +68,7 @@ from ...cache.generations import GenerationCache
 from ...errors import AuditInputError
 from ...records import AdapterConfig, AdapterTensor, BaseModel, Generation, Item, Request, Variant
 from ...util.versions import versions
-from ..base import CachedBackend, adapter_folders, refuse_draft
+from ..base import CachedBackend, refuse_draft
 from . import compat as vllm_compat
 from .compat import check_engine_args, check_vllm_servable, lora_identity, vllm_lora_rank
 from .kv import kv_shape
@@ -117,7 +117,7 @@ class VLLMBackend(CachedBackend):
 
     Args:
         base_path: local HF model folder of the base.
-        adapters: variant name → (PEFT adapter folder, content digest).
+        adapters: the run's adapter variants (:class:`~auditor.records.Variant`: PEFT folder, content digest).
         max_rank: the adapters' largest real rank (rounded up to a rank vLLM accepts).
         dtype: engine dtype (``float32`` matches the hf backend token for token on the CPU).
         cache, base_digest: as for :class:`auditor.backends.hf.backend.HFBackend`.
@@ -128,7 +128,7 @@ class VLLMBackend(CachedBackend):
 
     name = "vllm"
 
-    def __init__(self, base_path: Path, adapters: dict[str, tuple[Path, str]] | None, max_rank: int = 8,
+    def __init__(self, base_path: Path, adapters: Sequence[Variant] = (), max_rank: int = 8,
                  dtype: str = "float32", cache: GenerationCache | None = None, base_digest: str = "",
                  engine_args: dict[str, Any] | None = None, verbose: bool = False, user_dtype: bool = False):
         super().__init__(base_path, adapters, dtype, cache, base_digest, batch_size="auto")
@@ -142,7 +142,7 @@ class VLLMBackend(CachedBackend):
         self.fitted: EngineSettings | None = None
         self.max_lora_rank = vllm_lora_rank(max_rank) if self.adapters else None
         self.max_loras = len(self.adapters) + 1 if self.adapters else None
-        self.loras = {v: lora_identity(d) for v, (_, d) in self.adapters.items()}
+        self.loras = {name: lora_identity(v.digest) for name, v in self.adapters.items()}
         ids = [i for _, i in self.loras.values()]
         if len(set(ids)) != len(ids):
             raise AuditInputError("adapters", "two adapters' content digests give the same LoRA id; audit them apart")
@@ -170,8 +170,7 @@ class VLLMBackend(CachedBackend):
     @classmethod
     def create(cls, opts: AuditOptions, base: BaseModel, variants: Sequence[Variant], cache: GenerationCache,
                base_digest: str) -> VLLMBackend:
-        adapters, infos = adapter_folders(variants), [v.info for v in variants]
-        return cls(base.path, adapters, max_rank=max(i.max_rank for i in infos), dtype=opts.dtype, cache=cache,
+        return cls(base.path, variants, max_rank=max(v.info.max_rank for v in variants), dtype=opts.dtype, cache=cache,
                    base_digest=base_digest, engine_args=opts.vllm_args, verbose=opts.verbose,
                    user_dtype=opts.dtype_reason.startswith("--dtype"))
 
@@ -181,7 +180,7 @@ class VLLMBackend(CachedBackend):
         from vllm.lora.request import LoRARequest
 
         name, lora_id = self.loras[variant]
-        return LoRARequest(lora_name=name, lora_int_id=lora_id, lora_path=str(self.adapters[variant][0]))
+        return LoRARequest(lora_name=name, lora_int_id=lora_id, lora_path=str(self.adapters[variant].folder))
 
     def fit(self) -> EngineSettings:
         """The engine settings sized to this machine (:func:`~auditor.backends.vllm.startup.fit_engine_settings`),
@@ -363,7 +362,7 @@ class VLLMBackend(CachedBackend):
     def _target_modules(self, variant: str) -> list[str]:
         from ...inspect.peft_config import read_config
 
-        cfg = read_config(self.adapters[variant][0])
+        cfg = read_config(self.adapters[variant].folder)
         return sorted({*cfg.target_list, *(["lm_head"] if cfg.targets("lm_head") else [])})
 
     def score_choices(self, variant: str, items: list[Item]) -> list[tuple[list[float], int]]:
@@ -380,7 +379,7 @@ class VLLMBackend(CachedBackend):
         if variant != "base":
             targets = self._target_modules(variant)
             if "lm_head" in targets:
-                raise AuditInputError(self.adapters[variant][0], self._refusal(
+                raise AuditInputError(self.adapters[variant].folder, self._refusal(
                     variant, "it targets lm_head, which vLLM leaves out of prompt log-probabilities while generation "
                              "applies it (vllm#51594)"))
         got = self._vllm_loglikelihoods(variant, items)
@@ -447,7 +446,7 @@ class VLLMBackend(CachedBackend):
         if self._hf_reference is None:
             from ..hf.backend import HFBackend
 
-            ref = HFBackend(self.base_path, {v: self.adapters[v] for v in self.adapters}, dtype=self.dtype,
+            ref = HFBackend(self.base_path, list(self.adapters.values()), dtype=self.dtype,
                             device="cpu", batch_size=8)
             ref.show_progress = False
             ref.tokenizers = dict(self.tokenizers)  # the variants' own tokenizers, as set here
