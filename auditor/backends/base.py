@@ -13,6 +13,7 @@ lookup and write; the stats) and the class-level hooks the pipeline calls before
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -210,12 +211,14 @@ class CachedBackend:
         """One Generation per request, in order: generated items through :meth:`generate_text`, multiple-choice
         items (``Item.output_type``) through :meth:`loglikelihoods`; cache hits are not computed again."""
         scored = [r for r in requests if r.item.output_type == "multiple_choice"]
-        if not scored:
-            return self.generate_text(requests, split_small, use_cache)
         texts = [r for r in requests if r.item.output_type != "multiple_choice"]
-        got: dict[tuple[str, str], Generation] = {}
-        if texts:
-            got.update(zip(((r.item.id, r.variant) for r in texts), self.generate_text(texts, split_small, use_cache)))
+        answers = self.generate_text(texts, split_small, use_cache) if texts else []
+        # (the answer a scorer reads; the cache keeps the whole generated text)
+        answers = [g if (cut := r.item.answer(g.text, self.plain(r.variant))) == g.text else
+                   dataclasses.replace(g, text=cut) for r, g in zip(texts, answers)]
+        if not scored:
+            return answers
+        got: dict[tuple[str, str], Generation] = dict(zip(((r.item.id, r.variant) for r in texts), answers))
         got.update(zip(((r.item.id, r.variant) for r in scored), self.loglikelihoods(scored, use_cache)))
         return [got[(r.item.id, r.variant)] for r in requests]
 
@@ -298,6 +301,11 @@ class CachedBackend:
                           n_tokens=0, prompt=item.target["contexts"][best], loglikelihoods=tuple(lls),
                           scored_tokens=n)
 
+    def plain(self, variant: str) -> bool:
+        """Whether ``variant``'s prompts are plain (``chat_template: none``: no chat template)."""
+        tpl = self.templates.get(variant) or self.templates.get("base")
+        return tpl is not None and tpl.chat_template == "none"
+
     def render(self, item: Item, variant: str = "base") -> str:
         """The exact prompt string the model sees for one variant: its chat template (:attr:`templates`,
         else the base tokenizer's own) applied with a generation prompt, or, for ``chat_template: none``, the
@@ -305,8 +313,9 @@ class CachedBackend:
         and its system message folded into the first user turn where the template rejects a system role."""
         tpl = self.templates.get(variant) or self.templates.get("base")
         if tpl is not None and tpl.chat_template == "none":
-            return plain_prompt(list(item.messages), self.tokenizer_for(variant))
-        messages = fold_system(item.messages) if tpl is not None and tpl.system_role == "folded" else list(item.messages)
+            return plain_prompt(item.turns(plain=True), self.tokenizer_for(variant))
+        turns = item.turns(plain=False)
+        messages = fold_system(turns) if tpl is not None and tpl.system_role == "folded" else turns
         return self.tokenizer_for(variant).apply_chat_template(
             messages, chat_template=tpl.text if tpl else None, tokenize=False, add_generation_prompt=True,
             **dict(tpl.template_args or {}) if tpl else {})

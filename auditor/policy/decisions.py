@@ -18,7 +18,10 @@ adjustment needs them all). See :mod:`auditor.policy.rules` for the modes; the d
   again; undecided after the last look (or with no items left) is **inconclusive**.
 
 A rule whose metric the base leaves no room to move (:mod:`auditor.policy.measurability`) that does
-not fail is **not_measurable**, in every mode.
+not fail is **not_measurable**, in every mode. Where the base's room is short of the limit but at least
+half of it, a few items may have understated it (2 of 24 math items right leaves 8.3 points of room
+under a 10-point limit; the next 72 of the pool, 12.5): an ``evidence`` rule then stays **undecided**
+before its last look, pass or not, so the audit draws more items and measures the room on them.
 """
 
 from __future__ import annotations
@@ -207,6 +210,9 @@ def _outcome(c: Case, p: tuple[float | None, float | None], stats: StatisticsPol
     p_value, p_adjusted = p
     ub = upper_bound(c.draws, stats.beta) if c.mode == "evidence" else None
     decision = _decision(c, p_adjusted, ub, stats, alpha_look, last)
+    if decision == "pass" and c.mode == "evidence" and not last and c.measurability and c.room is not None \
+            and c.room >= c.limit / 2:
+        decision = "undecided"  # (the room, near the limit on these items, is measured on more)
     if c.measurability and decision != "fail" and not c.too_few and not (
             decision == "undecided" and c.room is not None and c.room >= c.limit / 2):
         # (too few items say nothing of the base's room: the rule stays undecided or inconclusive;

@@ -30,6 +30,13 @@ class Item:
             decoding, up to ``max_new_tokens``) or ``multiple_choice`` (no decoding: the log-likelihood of
             each choice's continuation after the context, ``target["contexts"]`` and
             ``target["continuations"]``; ``max_new_tokens`` is 0).
+        fewshot: worked examples (user and assistant turns, in order) put before ``messages`` where
+            ``fewshot_always`` is set or the variant's prompts are plain (a base without a chat template: a
+            pretrained model answers a bare question with more questions, and is asked with examples, as
+            lm-evaluation-harness asks a base model); empty for most items (the manifest's ``fewshot``).
+        fewshot_always: put ``fewshot`` before the messages under a chat template too.
+        until: where ``fewshot`` applies, the answer ends at the first of these strings (lm-evaluation-harness's
+            ``until``; leading whitespace skipped): a base shown worked examples goes on with examples of its own.
     """
 
     id: str
@@ -40,10 +47,30 @@ class Item:
     target: Mapping[str, Any]
     meta: Mapping[str, Any] = field(default_factory=dict)
     output_type: OutputType = "generate_until"
+    fewshot: tuple[Mapping[str, str], ...] = ()
+    fewshot_always: bool = False
+    until: tuple[str, ...] = ()
 
     @property
     def prompt(self) -> str:
         return self.messages[-1]["content"]
+
+    def turns(self, plain: bool) -> list[Mapping[str, str]]:
+        """The chat messages a variant's prompt renders: :attr:`fewshot` first where it applies (``plain``: the
+        variant's prompts are plain, no chat template), then :attr:`messages`."""
+        shots = self.fewshot if (plain or self.fewshot_always) else ()
+        lead = [m for m in self.messages[:1] if m.get("role") == "system"]  # a system message stays first
+        return [*lead, *shots, *self.messages[len(lead):]]
+
+    def answer(self, text: str, plain: bool) -> str:
+        """The answer the scorer reads of a generated ``text``: ``text`` itself, or, where :attr:`fewshot`
+        applies (as :meth:`turns`), its text from the first non-blank character up to the first of
+        :attr:`until`."""
+        if not self.until or not self.fewshot or not (plain or self.fewshot_always):
+            return text
+        text = text.lstrip()
+        ends = [k for k in (text.find(s) for s in self.until) if k >= 0]
+        return text[:min(ends)] if ends else text
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -86,6 +86,21 @@ def suite_schema(scorers: ScorerCatalogue | None) -> dict[str, Any]:
                         "target_delimiter": {"type": "string", "maxLength": 16},
                         # multiple choice: the continuations are the options' texts, or their letters
                         "choices_as": {"enum": ["text", "letter"]},
+                        # worked examples before each generated item (lm-evaluation-harness's fewshot_config
+                        # samples, as chat turns): each fills the prompt template and answers with its response
+                        "fewshot": {
+                            "type": "object",
+                            "required": ["samples"],
+                            "additionalProperties": False,
+                            "properties": {
+                                "when": {"enum": ["plain_prompts", "always"]},
+                                "until": {"type": "array", "maxItems": 8,
+                                          "items": {"type": "string", "minLength": 1, "maxLength": 32}},
+                                "samples": {"type": "array", "minItems": 1, "maxItems": 16, "items": {
+                                    "type": "object", "required": ["response"],
+                                    "properties": {"response": {"type": "string", "minLength": 1}}}},
+                            },
+                        },
                     },
                 },
             },
@@ -215,7 +230,7 @@ def _specs(path: Path, manifest: Any, scorers: ScorerCatalogue | None) -> list[C
         raise AuditInputError(path, f"{key}: {e.message[:300]}") from None
     for k, cap in enumerate(manifest["capabilities"]):
         check_prompt_template(path, k, cap.get("prompt_template", "{prompt}"))
-    specs = [CapabilitySpec.from_manifest(k, cap) for k, cap in enumerate(manifest["capabilities"])]
+    specs = [CapabilitySpec.from_manifest(k, cap, path) for k, cap in enumerate(manifest["capabilities"])]
     for spec in specs:
         scorer = scorers.get(spec.scorer) if scorers is not None else None
         if scorer is None:
@@ -223,6 +238,10 @@ def _specs(path: Path, manifest: Any, scorers: ScorerCatalogue | None) -> list[C
         if scorer.output_type == "generate_until" and not spec.max_new_tokens:
             raise AuditInputError(path, f"capabilities.{spec.k}: 'max_new_tokens' is required (scorer "
                                         f"{spec.scorer!r} reads a generated answer)")
+        if scorer.output_type == "multiple_choice" and spec.fewshot:
+            raise AuditInputError(path, f"capabilities.{spec.k}.fewshot: scorer {spec.scorer!r} scores each choice by "
+                                        "log-likelihood after a plain context: worked examples go into its prompt "
+                                        "template")
         if scorer.output_type == "multiple_choice" and spec.max_new_tokens:
             raise AuditInputError(path, f"capabilities.{spec.k}.max_new_tokens: scorer {spec.scorer!r} scores each "
                                         "choice by log-likelihood and generates nothing: leave it out")

@@ -148,4 +148,7 @@ def item_from_row(cap: CapabilitySpec, row: Any, src: Path | str, lineno: int | 
         target=target,
         meta=meta,
         output_type="multiple_choice" if output_type == "multiple_choice" else "generate_until",
+        fewshot=cap.fewshot,
+        fewshot_always=cap.fewshot_when == "always",
+        until=cap.fewshot_until,
     )

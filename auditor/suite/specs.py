@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
+from ..errors import AuditInputError
 from ..records import MetricSpec
 
 #: ``build_target(row) -> target``: one item row → ``Item.target``; raises ValueError naming the fault
@@ -79,11 +81,36 @@ class CapabilitySpec:
     #: what a multiple-choice item's choices continue with: each option's ``text``, or its ``letter`` (the options
     #: listed in the prompt, as lm-evaluation-harness's MMLU task does)
     choices_as: str = "text"
+    #: worked examples (user and assistant turns) put before each item where they apply (``fewshot:``)
+    fewshot: tuple[Mapping[str, str], ...] = ()
+    #: ``fewshot.when``: ``plain_prompts`` (a base prompted without a chat template) or ``always``
+    fewshot_when: str = "plain_prompts"
+    #: ``fewshot.until``: where the samples are shown, the answer ends at the first of these strings
+    fewshot_until: tuple[str, ...] = ()
 
     @classmethod
-    def from_manifest(cls, k: int, cap: dict[str, Any]) -> CapabilitySpec:
+    def from_manifest(cls, k: int, cap: dict[str, Any], manifest: Path | str = "suite manifest") -> CapabilitySpec:
+        """The entry ``cap`` at position ``k`` of a manifest its schema has validated.
+
+        Raises:
+            AuditInputError: a ``fewshot`` sample the prompt template cannot be filled with (naming its key path).
+        """
         pool = cap.get("pool") or []
+        template = cap.get("prompt_template", "{prompt}")
+        fewshot = cap.get("fewshot") or {}
+        turns: list[Mapping[str, str]] = []
+        for j, sample in enumerate(fewshot.get("samples", [])):
+            try:
+                question = template.format(**sample)
+            except KeyError as e:
+                raise AuditInputError(manifest, f"capabilities.{k}.fewshot.samples.{j}: field {e} needed by the "
+                                                "prompt template is missing") from None
+            except (IndexError, ValueError, AttributeError) as e:
+                raise AuditInputError(manifest, f"capabilities.{k}.fewshot.samples.{j}: prompt template "
+                                                f"{template!r} cannot be filled ({e})") from None
+            turns += [{"role": "user", "content": question}, {"role": "assistant", "content": sample["response"]}]
         return cls(k, cap["name"], cap["group"], cap["scorer"], SourceSpec.from_manifest(cap["source"]),
-                   int(cap.get("max_new_tokens", 0)), cap.get("prompt_template", "{prompt}"),
+                   int(cap.get("max_new_tokens", 0)), template,
                    tuple(SourceSpec.from_manifest(x) for x in (pool if isinstance(pool, list) else [pool])),
-                   cap.get("target_delimiter", " "), cap.get("choices_as", "text"))
+                   cap.get("target_delimiter", " "), cap.get("choices_as", "text"), tuple(turns),
+                   fewshot.get("when", "plain_prompts"), tuple(fewshot.get("until", ())))

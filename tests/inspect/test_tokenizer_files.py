@@ -3,6 +3,7 @@ which chat template renders each variant's prompts (``--chat-template base|adapt
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 
@@ -242,6 +243,25 @@ def test_a_base_without_a_chat_template_is_prompted_plainly(base_model, tmp_path
         def __call__(self, text):
             return {"input_ids": [2, 99]}
     assert plain_prompt(list(item.messages[-1:]), AddsBos()) == "<bos>2 + 2?"
+    # worked examples (the manifest's fewshot) come first in a plain prompt, after the system message
+    shots = ({"role": "user", "content": "1 + 1?"}, {"role": "assistant", "content": "#### 2"})
+    asked = dataclasses.replace(item, fewshot=shots)
+    assert backend.render(asked, "base") == "Be brief.\n\n1 + 1?\n\n#### 2\n\nHi.\n\nHello.\n\n2 + 2?"
+
+
+def test_worked_examples_reach_a_chat_model_only_when_the_manifest_says_always(base_model):
+    from auditor.backends.hf.backend import HFBackend
+
+    backend = HFBackend(base_model.path)  # SmolLM2-Instruct: its own chat template
+    shots = ({"role": "user", "content": "1 + 1?"}, {"role": "assistant", "content": "#### 2"})
+    item = Item(id="m/1", capability="math", group="CAN", max_new_tokens=8, target={},
+                messages=({"role": "user", "content": "2 + 2?"},), fewshot=shots)
+    plain = Item(id="m/1", capability="math", group="CAN", max_new_tokens=8, target={},
+                 messages=({"role": "user", "content": "2 + 2?"},))
+    assert backend.render(item) == backend.render(plain) and "1 + 1?" not in backend.render(item)
+    always = backend.render(dataclasses.replace(item, fewshot_always=True))
+    assert always.index("1 + 1?") < always.index("#### 2") < always.index("2 + 2?")
+    assert always.count("<|im_start|>assistant") == 2  # the example's answer is an assistant turn
 
 
 def test_none_prompts_every_variant_plainly_and_says_the_adapters_template_was_not_used(base_model, tmp_path):
@@ -258,10 +278,14 @@ def test_a_pretrained_base_is_audited_with_plain_prompts_end_to_end(base_model, 
     base = _pretrained_base(base_model, tmp_path)
     adapter = _adapter(tmp_path)
     out = tmp_path / "out"
-    r = audit(adapter, "--base", base, "--capability", "math", "--limit", "2", "--budget", "0", "--out", out)
+    r = audit(adapter, "--base", base, "--capability", "math,format", "--limit", "2", "--budget", "0", "--out", out)
     assert r.returncode == 0, r.stderr[-2000:]
     res = json.loads((out / "results.json").read_text())
     assert {p["chat_template"] for p in res["run"]["prompts"].values()} == {"none"}
     prompts = [it["rendered_prompt"] for it in res["items"]]
     assert prompts and not any("<|im_start|>" in p for p in prompts)
+    # the smoke suite's format items are asked of a pretrained base after their two worked examples (math alone)
+    shown = {it["capability"]: it["rendered_prompt"] for it in res["items"]}
+    assert shown["format"].startswith("Describe a made-up pet.") and '"Biscuit"' in shown["format"], shown["format"]
+    assert not shown["math"].startswith("Sara") and "Biscuit" not in shown["math"]
     assert "plain prompts" in (out / "report.html").read_text()

@@ -90,6 +90,21 @@ def test_a_metric_at_its_floor_is_not_measurable_unless_it_fails(tmp_path):
     assert "not measurable on this base: the base scores 0.0 (0 of 20 items) and its floor is 0" in r.reason
 
 
+def test_a_room_near_the_limit_draws_more_items_before_it_is_called_not_measurable(tmp_path):
+    # the base right on 2 of 24 (room 8.3 under a 10-point limit, at least half of it) and a null adapter:
+    # before the last look more items may show the base's room, so the rule stays undecided and names its
+    # capability (the round's draw); at the last look it is not measurable
+    base = [1, 1] + [0] * 22
+    comps = _comparisons(base, list(base))
+    _, r = _rule(_policy(tmp_path), comps, last=False)
+    assert r.decision == "undecided" and r.capabilities == ("math",) and r.room == pytest.approx(100 / 12)
+    _, r = _rule(_policy(tmp_path), comps, look=3, last=True)
+    assert r.decision == "not_measurable" and "(2 of 24 items)" in r.reason
+    # a room under half the limit is not measured further: 1 of 24 (4.2 points)
+    _, r = _rule(_policy(tmp_path), _comparisons([1] + [0] * 23, [1] + [0] * 23), last=False)
+    assert r.decision == "not_measurable"
+
+
 def test_multiple_choice_at_chance_is_not_measurable(tmp_path):
     # 4-option questions, base 27.5% (chance 25%): a broken adapter would look the same
     base = [1] * 11 + [0] * 29

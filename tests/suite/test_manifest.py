@@ -200,3 +200,57 @@ def test_the_metric_ids_of_a_suite_come_from_its_manifest_alone():
     assert manifest_metric_ids("smoke", scorers=SCORERS) == list(load_suite("smoke", limit=1, scorers=SCORERS).all_metrics)
     with pytest.raises(AuditInputError, match="unknown suite 'nope'"):
         manifest_metric_ids("nope", scorers=SCORERS)
+
+
+def test_fewshot_samples_become_worked_example_turns_of_every_item_and_pool_item(tmp_path):
+    (tmp_path / "a.jsonl").write_text(json.dumps({"id": "a", "question": "1+1?", "answer": 2}) + "\n")
+    (tmp_path / "p.jsonl").write_text(json.dumps({"id": "p", "question": "2+2?", "answer": 4}) + "\n")
+    cap = ("{name: math, group: CAN, source: a.jsonl, pool: p.jsonl, scorer: numeric_match, "
+           "prompt_template: 'Q: {question}', max_new_tokens: 8, fewshot: {samples: "
+           "[{question: '3+3?', response: '#### 6'}, {question: '4+4?', response: '#### 8'}]}}")
+    suite = load_suite(str(_manifest(tmp_path, cap)), scorers=SCORERS)
+    (item,) = suite.items
+    assert item.fewshot == ({"role": "user", "content": "Q: 3+3?"}, {"role": "assistant", "content": "#### 6"},
+                            {"role": "user", "content": "Q: 4+4?"}, {"role": "assistant", "content": "#### 8"})
+    assert not item.fewshot_always and item.messages == ({"role": "user", "content": "Q: 1+1?"},)
+    assert [m["content"] for m in item.turns(plain=True)][-1] == "Q: 1+1?" and item.turns(plain=False) == list(item.messages)
+    from auditor.suite.pools import load_pool
+
+    (drawn,) = load_pool(suite, "math", data_dir=tmp_path).draw(1)
+    assert drawn.id == "math/p" and drawn.fewshot == item.fewshot
+    always = load_suite(str(_manifest(tmp_path, cap.replace("{samples:", "{when: always, samples:"))), scorers=SCORERS)
+    assert always.items[0].fewshot_always and len(always.items[0].turns(plain=False)) == 5
+    # until: where the samples are shown, the answer ends at the first stop string (leading blanks skipped)
+    cut = load_suite(str(_manifest(tmp_path, cap.replace("{samples:", '{until: ["\\n\\n", "Q:"], samples:'))),
+                     scorers=SCORERS).items[0]
+    assert cut.until == ("\n\n", "Q:")
+    rambling = "\n\n#### 2\n\nQ: 5+5?\n\n#### 10"
+    assert cut.answer(rambling, plain=True) == "#### 2" and cut.answer("#### 2 Q: 9+9?", plain=True) == "#### 2 "
+    assert cut.answer(rambling, plain=False) == rambling  # a chat model was not shown the samples
+    assert item.answer(rambling, plain=True) == rambling  # no until: the whole text
+
+
+@pytest.mark.parametrize("fewshot,fault", [
+    ("{samples: [{question: '3+3?'}]}", "capabilities.0.fewshot.samples.0: 'response' is a required property"),
+    ("{samples: [{answer: 6, response: '#### 6'}]}", "capabilities.0.fewshot.samples.0: field 'question' needed by"),
+    ("{samples: []}", "capabilities.0.fewshot.samples: [] should be non-empty"),
+    ("{when: sometimes, samples: [{question: q, response: r}]}", "capabilities.0.fewshot.when: 'sometimes' is not one"),
+    ("{until: [''], samples: [{question: q, response: r}]}", "capabilities.0.fewshot.until.0: '' should be non-empty"),
+    ("[{question: q, response: r}]", "capabilities.0.fewshot: [{'question': 'q', 'response': 'r'}] is not of type"),
+])
+def test_a_bad_fewshot_entry_is_one_error_naming_its_key_path(tmp_path, fewshot, fault):
+    (tmp_path / "a.jsonl").write_text(json.dumps({"id": "a", "question": "1+1?", "answer": 2}) + "\n")
+    cap = ("{name: math, group: CAN, source: a.jsonl, scorer: numeric_match, prompt_template: 'Q: {question}', "
+           f"max_new_tokens: 8, fewshot: {fewshot}}}")
+    with pytest.raises(AuditInputError) as e:
+        load_suite(str(_manifest(tmp_path, cap)), scorers=SCORERS)
+    assert e.value.path.endswith("s.yaml") and fault in e.value.fault, e.value.one_line()
+
+
+def test_fewshot_on_a_multiple_choice_capability_is_refused(tmp_path):
+    (tmp_path / "a.jsonl").write_text(json.dumps({"id": "a", "question": "q", "choices": ["x", "y"], "answer": 0})
+                                      + "\n")
+    cap = ("{name: knowledge, group: CAN, source: a.jsonl, scorer: loglikelihood, prompt_template: '{question}', "
+           "fewshot: {samples: [{question: q, response: r}]}}")
+    with pytest.raises(AuditInputError, match="capabilities.0.fewshot: scorer 'loglikelihood' scores each choice"):
+        load_suite(str(_manifest(tmp_path, cap)), scorers=SCORERS)
