@@ -209,12 +209,14 @@ class CachedBackend:
     def generate(self, requests: list[Request], split_small: bool = False,
                  use_cache: bool = True) -> list[Generation]:
         """One Generation per request, in order: generated items through :meth:`generate_text`, multiple-choice
-        items (``Item.output_type``) through :meth:`loglikelihoods`; cache hits are not computed again."""
+        items (``Item.output_type``) through :meth:`loglikelihoods`; cache hits are not computed again. A
+        generated answer's text is what the scorer reads (:meth:`Item.answer`: cut at the item's ``until`` where
+        its worked examples were shown); its ``n_tokens`` counts every token generated."""
         scored = [r for r in requests if r.item.output_type == "multiple_choice"]
         texts = [r for r in requests if r.item.output_type != "multiple_choice"]
         answers = self.generate_text(texts, split_small, use_cache) if texts else []
         # (the answer a scorer reads; the cache keeps the whole generated text)
-        answers = [g if (cut := r.item.answer(g.text, self.plain(r.variant))) == g.text else
+        answers = [g if (cut := r.item.answer(g.text, self.plain("base"))) == g.text else
                    dataclasses.replace(g, text=cut) for r, g in zip(texts, answers)]
         if not scored:
             return answers
@@ -310,11 +312,14 @@ class CachedBackend:
         """The exact prompt string the model sees for one variant: its chat template (:attr:`templates`,
         else the base tokenizer's own) applied with a generation prompt, or, for ``chat_template: none``, the
         plain prompt (:func:`auditor.inspect.chat_template.plain_prompt`); with the template's ``template_args``,
-        and its system message folded into the first user turn where the template rejects a system role."""
+        and its system message folded into the first user turn where the template rejects a system role. The
+        item's worked examples (:meth:`Item.turns`) come first where they apply: for every variant when the base's
+        prompts are plain, so that base and adapter are asked alike."""
         tpl = self.templates.get(variant) or self.templates.get("base")
+        # (worked examples go to every variant when the base is prompted plainly: base and adapter asked alike)
+        turns = item.turns(plain=self.plain("base"))
         if tpl is not None and tpl.chat_template == "none":
-            return plain_prompt(item.turns(plain=True), self.tokenizer_for(variant))
-        turns = item.turns(plain=False)
+            return plain_prompt(turns, self.tokenizer_for(variant))
         messages = fold_system(turns) if tpl is not None and tpl.system_role == "folded" else turns
         return self.tokenizer_for(variant).apply_chat_template(
             messages, chat_template=tpl.text if tpl else None, tokenize=False, add_generation_prompt=True,

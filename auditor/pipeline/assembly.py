@@ -133,6 +133,8 @@ def result(run: Run, variant: Variant, ev: Evidence) -> AuditResult:
         suite=SuiteRecord(name=suite.name, version=suite.version, path=suite.path,
                           item_ids=tuple(i.id for i in suite.items),
                           items_sha256=canonical_sha256([[i.id, list(i.messages), i.max_new_tokens, i.target]
+                                                         + ([list(i.fewshot), i.fewshot_always, list(i.until)]
+                                                            if i.fewshot else [])  # (unchanged without samples)
                                                          for i in suite.items]),
                           sources=tuple(dict(src) for src in suite.sources),
                           scorers={c.name: c.scorer for c in suite.capabilities}),

@@ -112,7 +112,8 @@ def round_sizes(undecided: list[RuleOutcome], have: dict[str, int], available: d
                 tokens_left: float | None = None) -> dict[str, int]:
     """How many new items each capability gets in the next round: as many as it has (its sample
     doubles), capped by its pool, until the budget is spent, the capability whose undecided rules are
-    cheapest to decide first.
+    cheapest to decide first; capabilities whose undecided rules can all only pass or be called not measurable
+    (their base's room short of the limit: ``measurable`` false) after those whose rules can show harm.
 
     Cheapest: with ``tokens_per_item`` (what one item cost so far: the base's and the adapter's new
     tokens, known after the first look), the tokens the capability would likely need to decide its
@@ -134,16 +135,18 @@ def round_sizes(undecided: list[RuleOutcome], have: dict[str, int], available: d
     """
     urgency: dict[str, float] = {}
     need: dict[str, int] = {}
+    can_fail: dict[str, bool] = {}
     for r in undecided:
         ratio = (r.value or 0.0) / r.limit if r.limit else 0.0
         for c in r.capabilities:
             urgency[c] = max(urgency.get(c, float("-inf")), ratio)
+            can_fail[c] = can_fail.get(c, False) or r.measurable is not False
             more = (r.items_to_decide - have.get(c, 0)) if r.items_to_decide else have.get(c, 0)
             need[c] = max(need.get(c, 0), max(1, more))
     cost = tokens_per_item or {}
 
-    def order(c: str) -> tuple[float, float, str]:
-        return (need[c] * cost[c] if c in cost else float("inf"), -urgency[c], c)
+    def order(c: str) -> tuple[bool, float, float, str]:
+        return (not can_fail[c], need[c] * cost[c] if c in cost else float("inf"), -urgency[c], c)
 
     out: dict[str, int] = {}
     for cap in sorted(urgency, key=order):

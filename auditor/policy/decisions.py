@@ -210,8 +210,9 @@ def _outcome(c: Case, p: tuple[float | None, float | None], stats: StatisticsPol
     p_value, p_adjusted = p
     ub = upper_bound(c.draws, stats.beta) if c.mode == "evidence" else None
     decision = _decision(c, p_adjusted, ub, stats, alpha_look, last)
-    if decision == "pass" and c.mode == "evidence" and not last and c.measurability and c.room is not None \
-            and c.room >= c.limit / 2:
+    held = decision == "pass" and c.mode == "evidence" and not last and bool(c.measurability) \
+        and c.room is not None and c.room >= c.limit / 2
+    if held:
         decision = "undecided"  # (the room, near the limit on these items, is measured on more)
     if c.measurability and decision != "fail" and not c.too_few and not (
             decision == "undecided" and c.room is not None and c.room >= c.limit / 2):
@@ -223,6 +224,10 @@ def _outcome(c: Case, p: tuple[float | None, float | None], stats: StatisticsPol
     reason, items_to_decide = c.reason, None
     if decision == "not_measurable":
         reason += f"; not measurable on this base: {c.measurability}"
+    elif held:
+        assert c.room is not None
+        reason += (f"; passing, but the base's room ({c.room:.1f}) is short of the limit on these items: more are "
+                   "drawn to measure it")
     elif decision in ("inconclusive", "undecided") and c.mode == "evidence" and not c.too_few:
         items_to_decide = _items_to_decide(c, stats, alpha_look, n_evidence)
         more = f" (about {items_to_decide} items would likely decide it)" if items_to_decide else ""

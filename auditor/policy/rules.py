@@ -20,7 +20,9 @@ drop for ``max_drop_*``, a rise for ``max_rise_*``) and its paired-bootstrap int
 
 Any mode returns ``inconclusive`` (``evidence``: undecided) when the metric has fewer than
 ``statistics.min_items`` items, and ``not_measurable`` when the base leaves the metric no room to
-move by the limit (:mod:`auditor.policy.measurability`) and the rule did not fail. The decision
+move by the limit (:mod:`auditor.policy.measurability`) and the rule did not fail (an ``evidence`` rule
+whose room is at least half its limit is held undecided before the last look, so that more items measure the
+room: :mod:`auditor.policy.decisions`). The decision
 becomes the rule's outcome; ``inconclusive`` is mapped by ``statistics.on_inconclusive``,
 ``not_measurable`` by ``on_not_measurable`` (pass / warn / fail) and a violated limit by the rule's
 ``action`` (fail, or warn).

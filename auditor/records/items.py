@@ -30,10 +30,11 @@ class Item:
             decoding, up to ``max_new_tokens``) or ``multiple_choice`` (no decoding: the log-likelihood of
             each choice's continuation after the context, ``target["contexts"]`` and
             ``target["continuations"]``; ``max_new_tokens`` is 0).
-        fewshot: worked examples (user and assistant turns, in order) put before ``messages`` where
-            ``fewshot_always`` is set or the variant's prompts are plain (a base without a chat template: a
-            pretrained model answers a bare question with more questions, and is asked with examples, as
-            lm-evaluation-harness asks a base model); empty for most items (the manifest's ``fewshot``).
+        fewshot: worked examples (user and assistant turns, in order) put before ``messages`` (after a leading
+            system message) where ``fewshot_always`` is set or the audit's base is prompted plainly (a base
+            without a chat template: a pretrained model answers a bare question with more questions, and is
+            asked with examples, in the manner of lm-evaluation-harness's few-shot prompts); then every variant
+            is shown them. Empty for most items (the manifest's ``fewshot``).
         fewshot_always: put ``fewshot`` before the messages under a chat template too.
         until: where ``fewshot`` applies, the answer ends at the first of these strings (lm-evaluation-harness's
             ``until``; leading whitespace skipped): a base shown worked examples goes on with examples of its own.
@@ -56,8 +57,9 @@ class Item:
         return self.messages[-1]["content"]
 
     def turns(self, plain: bool) -> list[Mapping[str, str]]:
-        """The chat messages a variant's prompt renders: :attr:`fewshot` first where it applies (``plain``: the
-        variant's prompts are plain, no chat template), then :attr:`messages`."""
+        """The chat messages a prompt renders: :attr:`fewshot` first where it applies (``plain``: the audit's base
+        is prompted plainly, without a chat template; or :attr:`fewshot_always`), after a leading system message,
+        then :attr:`messages`."""
         shots = self.fewshot if (plain or self.fewshot_always) else ()
         lead = [m for m in self.messages[:1] if m.get("role") == "system"]  # a system message stays first
         return [*lead, *shots, *self.messages[len(lead):]]

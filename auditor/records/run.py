@@ -30,8 +30,9 @@ class Variant:
     @classmethod
     def of_folder(cls, name: str, folder: Path | str, digest: str) -> Variant:
         """A variant of an adapter folder that inspection did not see (a benchmark or test driving a backend
-        directly): its record holds the folder and the digest only (``info.config`` None), and a backend reads
-        what else it needs (the hf backend: whether the weights hold DoRA magnitudes) from the files."""
+        directly): its record holds the folder and the digest only (``info.config`` None). The hf backend reads
+        whether the weights hold DoRA magnitudes from the files; a resized vocabulary (an adapter trained with
+        added tokens) is not read: such an adapter needs the record inspection makes."""
         return cls(name=name, info=AdapterRecord(path=str(folder), content_sha256=digest))
 
     @property

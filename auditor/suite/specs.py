@@ -100,6 +100,9 @@ class CapabilitySpec:
         fewshot = cap.get("fewshot") or {}
         turns: list[Mapping[str, str]] = []
         for j, sample in enumerate(fewshot.get("samples", [])):
+            if not all(isinstance(key, str) for key in sample):
+                raise AuditInputError(manifest, f"capabilities.{k}.fewshot.samples.{j}: its keys must be text (the "
+                                                "prompt template's field names and response)")
             try:
                 question = template.format(**sample)
             except KeyError as e:

@@ -98,6 +98,7 @@ def test_a_room_near_the_limit_draws_more_items_before_it_is_called_not_measurab
     comps = _comparisons(base, list(base))
     _, r = _rule(_policy(tmp_path), comps, last=False)
     assert r.decision == "undecided" and r.capabilities == ("math",) and r.room == pytest.approx(100 / 12)
+    assert "passing, but the base's room (8.3) is short of the limit" in r.reason and r.items_to_decide is None
     _, r = _rule(_policy(tmp_path), comps, look=3, last=True)
     assert r.decision == "not_measurable" and "(2 of 24 items)" in r.reason
     # a room under half the limit is not measured further: 1 of 24 (4.2 points)
@@ -205,3 +206,22 @@ def test_the_looks_spend_alpha_by_the_plan_and_one_planned_look_spends_all_of_it
     planned = judge(policy, comps, drift, _adapter(), look=1, last=False)
     decision = lambda v: [x.decision for x in v.rules if x.rule.startswith("math") and x.decision][0]  # noqa: E731
     assert decision(one) == "fail" and decision(planned) == "undecided"
+
+
+def test_a_round_goes_first_to_rules_that_can_still_show_harm():
+    # a passing rule held to measure its base's room (measurable false, cheap) and an undecided rule that can
+    # fail (dearer): with room in the budget for one capability, the one that can fail gets it
+    from auditor.pipeline.rounds import round_sizes
+    from auditor.records import RuleOutcome
+
+    held = RuleOutcome(rule="math.numeric_match: max drop", outcome="warn", reason="", value=0.0, limit=10.0,
+                       decision="undecided", measurable=False, capabilities=("math",))
+    open_ = RuleOutcome(rule="ifeval.prompt_level_strict_acc: max drop", outcome="warn", reason="", value=8.0,
+                        limit=10.0, decision="undecided", measurable=True, items_to_decide=200,
+                        capabilities=("ifeval",))
+    sizes = round_sizes([held, open_], {"math": 24, "ifeval": 24}, {"math": 200, "ifeval": 200}, budget_left=24,
+                        tokens_per_item={"math": 10.0, "ifeval": 100.0})
+    assert sizes == {"ifeval": 24}
+    # with room for both, both get their round
+    assert round_sizes([held, open_], {"math": 24, "ifeval": 24}, {"math": 200, "ifeval": 200}, budget_left=48,
+                       tokens_per_item={"math": 10.0, "ifeval": 100.0}) == {"ifeval": 24, "math": 24}

@@ -236,6 +236,7 @@ def test_fewshot_samples_become_worked_example_turns_of_every_item_and_pool_item
     ("{samples: []}", "capabilities.0.fewshot.samples: [] should be non-empty"),
     ("{when: sometimes, samples: [{question: q, response: r}]}", "capabilities.0.fewshot.when: 'sometimes' is not one"),
     ("{until: [''], samples: [{question: q, response: r}]}", "capabilities.0.fewshot.until.0: '' should be non-empty"),
+    ("{samples: [{1: x, question: q, response: r}]}", "capabilities.0.fewshot.samples.0: its keys must be text"),
     ("[{question: q, response: r}]", "capabilities.0.fewshot: [{'question': 'q', 'response': 'r'}] is not of type"),
 ])
 def test_a_bad_fewshot_entry_is_one_error_naming_its_key_path(tmp_path, fewshot, fault):
