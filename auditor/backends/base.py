@@ -315,11 +315,11 @@ class CachedBackend:
         and its system message folded into the first user turn where the template rejects a system role. The
         item's worked examples (:meth:`Item.turns`) come first where they apply: for every variant when the base's
         prompts are plain, so that base and adapter are asked alike."""
-        tpl = self.templates.get(variant) or self.templates.get("base")
         # (worked examples go to every variant when the base is prompted plainly: base and adapter asked alike)
         turns = item.turns(plain=self.plain("base"))
-        if tpl is not None and tpl.chat_template == "none":
+        if self.plain(variant):
             return plain_prompt(turns, self.tokenizer_for(variant))
+        tpl = self.templates.get(variant) or self.templates.get("base")
         messages = fold_system(turns) if tpl is not None and tpl.system_role == "folded" else turns
         return self.tokenizer_for(variant).apply_chat_template(
             messages, chat_template=tpl.text if tpl else None, tokenize=False, add_generation_prompt=True,

@@ -94,7 +94,8 @@ class HFBackend(CachedBackend):
         #: ``vocab_resize``): the model's embeddings are resized to its size before PEFT loads the adapters, that
         #: variant's prompts are encoded and its answers decoded with its own tokenizer, and every other variant
         #: (the base included) keeps the base's vocabulary (ids at and above the base's size never generated)
-        self.vocab_resize = {v.name: v.info.vocab_resize for v in adapters if v.info.vocab_resize is not None}
+        self.vocab_resize = {name: v.info.vocab_resize for name, v in self.adapters.items()
+                             if v.info.vocab_resize is not None}
         #: the vocabulary the model's embeddings are resized to (None: the base's)
         self.resize = shared_vocab_resize(self.vocab_resize)
         for variant in self.vocab_resize:

@@ -144,7 +144,8 @@ class OpenAIBackend(CachedBackend):
             raise AuditInputError(self.endpoint, f"base model {base!r} is not served (served: {listing}); "
                                                  "name it with --served-base")
         out = {"base": (base, by_id[base].get("root"))}
-        for variant, path in ((name, v.folder) for name, v in self.adapters.items()):
+        for variant, adapter in self.adapters.items():
+            path = adapter.folder
             name = self._served_given.get(variant)
             if name is None:
                 roots = [m for m in models if m.get("root") and _same_path(m["root"], path)]
