@@ -30,8 +30,9 @@ from .records.vocab import OutputType
 
 #: results.json's ``schema_version`` (the shipped schema's version); 6: rules carry ``rule_id``, ``kind``, ``metric``;
 #: 7: items carry ``output_type`` (a multiple-choice item scored by log-likelihood has ``max_new_tokens`` 0);
-#: 8: ``agreement_with_base``, the adapter's generated answers compared with the base's, per capability and overall
-RESULTS_SCHEMA_VERSION = 8
+#: 8: ``agreement_with_base``, the adapter's generated answers compared with the base's, per capability and overall;
+#: 9: ``noise_floor`` says what the replay varied and each metric's shift, rules carry ``noise`` and ``within_noise``
+RESULTS_SCHEMA_VERSION = 9
 
 _OMIT = {"omit_none": True}
 

@@ -28,7 +28,7 @@ def _results():
                       "adapter": {"text": "adapter " + HOSTILE, "n_tokens": 3, "scores": {"numeric_match": a},
                                   "detail": {}}})
     return _complete({
-        "schema_version": 8,
+        "schema_version": 9,
         "verdict": {"verdict": "fail", "warnings": [HOSTILE],
                     "rules": [{"rule": "math.numeric_match: max drop", "rule_id": "math.numeric_match/max-drop",
                                "kind": "limit", "metric": "math.numeric_match", "outcome": "fail",

@@ -139,7 +139,7 @@ def _result(comparisons, drift, baseline=None):
     from auditor.results import AuditResult
 
     return AuditResult.from_dict({
-        "schema_version": 8,
+        "schema_version": 9,
         "verdict": {"verdict": "fail", "warnings": [], "rules": [
             {"rule": "math.numeric_match: max drop", "rule_id": "math.numeric_match/max-drop", "kind": "limit",
              "metric": "math.numeric_match", "outcome": "fail", "reason": "dropped"},

@@ -198,10 +198,10 @@ def test_report_on_wrong_schema(tmp_path):
     assert_one_line_error(audit("report", w, "--out", tmp_path / "o"), str(w), "not an adapter-auditor results.json")
     w.write_text('{"schema_version": 5, "hello": "world"}')
     assert_one_line_error(audit("report", w, "--out", tmp_path / "o"), str(w),
-                          "written by an older adapter-auditor (schema_version 5, this one reads 8)")
-    w.write_text('{"schema_version": 8, "hello": "world"}')
+                          "written by an older adapter-auditor (schema_version 5, this one reads 9)")
+    w.write_text('{"schema_version": 9, "hello": "world"}')
     assert_one_line_error(audit("report", w, "--out", tmp_path / "o"), str(w),
-                          "does not match the results schema v8 at top level", "'verdict' is a required property")
+                          "does not match the results schema v9 at top level", "'verdict' is a required property")
     assert not (tmp_path / "o").exists()
 
 
@@ -252,11 +252,20 @@ def test_three_runs_give_byte_identical_results_apart_from_timestamps_and_durati
     assert stripped[0] == stripped[1] == stripped[2]
     r = json.loads(texts[0])
     nf = r["noise_floor"]
-    assert nf["n_items"] == 6 and nf["batch_sizes"] == [4, 2]
+    # the CPU's answers do not depend on the batch: the base is replayed on the other dtype
+    other = "float32" if r["run"]["dtype"] != "float32" else "bfloat16"
+    assert nf["n_items"] == 6 and nf["varied"] == "dtype" and nf["dtypes"] == [r["run"]["dtype"], other]
     assert 0 <= nf["n_score_differ"] <= nf["n_differ"] <= 6 and len(nf["items_differ"]) == nf["n_differ"]
     assert set(nf["items_differ"]) <= set(r["suite"]["item_ids"])
+    assert set(nf["metric_shifts"]) == {c["metric"] for c in r["comparisons"]}
     rules = {x["rule"]: x for x in r["verdict"]["rules"]}
     assert ("noise floor: base replay identical" in rules) == (nf["n_differ"] > 0)
+    for x in rules.values():  # every limit rule carries the noise its metric showed
+        if x["kind"] == "limit" and x["outcome"] != "not_run":
+            shift = nf["metric_shifts_pct" if x["rule_id"].endswith("-pct") else "metric_shifts"][x["metric"]]
+            assert x["noise"] == abs(shift)
+            assert x["within_noise"] == (abs(x["value"] - x["limit"]) <= x["noise"] and x["noise"] > 0
+                                         if x["decision"] in ("pass", "fail") else None)
     # every comparison carries its interval, test and discordant counts
     for c in r["comparisons"]:
         assert c["ci_low"] <= c["delta"] <= c["ci_high"] and c["test"] and 0 <= c["p_value"] <= 1

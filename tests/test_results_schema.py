@@ -272,7 +272,7 @@ def _delete(path: str) -> Callable[[Any], None]:
     (_set("run.new_tokens", {"adapter7": 1}), "run.new_tokens", "'adapter7' is not one of"),
     (_set("run.rounds.0.look", 0), "run.rounds.0.look", "less than the minimum of 1"),
     (_set("base.reason", "because"), "base.reason", "does not match"),
-    (_set("schema_version", 5), "schema_version", "8 was expected"),
+    (_set("schema_version", 5), "schema_version", "9 was expected"),
     (_delete("agreement_with_base"), "top level", "'agreement_with_base' is a required property"),
     (_set("agreement_with_base.overall.identical", 1.5), "agreement_with_base.overall.identical",
      "greater than the maximum of 1"),

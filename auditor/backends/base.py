@@ -62,6 +62,7 @@ class Backend(Protocol):
         stats: timings and token counts of the run.
         cache: the generation cache it reads and writes.
         batch_size: items per call, or ``"auto"`` (the noise floor replays with another one).
+        dtype: the torch dtype name the engine computes in (``bfloat16``, ``float32``, ...).
         show_progress: rich progress bars on stderr.
         templates: variant → the chat template its prompts are rendered with (:meth:`set_templates`).
         setup_warnings: lines the engine's setup wants the user to see (the pipeline logs them and
@@ -72,6 +73,7 @@ class Backend(Protocol):
     stats: GenerationStats
     cache: GenerationCache
     batch_size: int | str
+    dtype: str
     show_progress: bool
     templates: dict[str, PromptTemplate]
     setup_warnings: list[str]
@@ -80,6 +82,11 @@ class Backend(Protocol):
     def device(self) -> str | None:
         """The torch device it generates on (hf: ``cpu``, ``cuda``, ``cuda:1``); None where the backend
         does not run torch itself (vllm's engine, an openai server)."""
+
+    @property
+    def batch_invariant(self) -> bool:
+        """A greedy answer is the same whatever else the batch holds (the hf backend on a CPU says so; the others
+        do not promise it): ``--noise-floor`` then replays the base on the other dtype, not another batch."""
 
     @property
     def model_loaded(self) -> bool:
@@ -183,6 +190,10 @@ class CachedBackend:
         self.tokenizers: dict[str, Any] = {}
         #: variant → sha256 of its own tokenizer's files (part of its answers' cache keys)
         self._tokenizer_sha: dict[str, str] = {}
+
+    @property
+    def batch_invariant(self) -> bool:
+        return False
 
     @property
     def model_loaded(self) -> bool:

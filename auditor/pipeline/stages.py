@@ -207,7 +207,10 @@ def _run_audits(adapters: tuple[str, ...], opts: AuditOptions, log: Log = print,
         scorer_of = {c.name: c.scorer for c in suite.capabilities}
         base_gens = tuple(g for g in generations if g.variant == "base")
         base_scores = tuple(score_all(items, list(base_gens), scorer_of))
-        noise = noise_floor(backend, suite, list(base_gens), list(base_scores), scorer_of, log) if opts.noise_floor else None
+        noise = None
+        if opts.noise_floor:
+            replay = _other_dtype(backend, opts, base, cache, base_digest, templates) if backend.batch_invariant else None
+            noise = noise_floor(backend, suite, list(base_gens), list(base_scores), scorer_of, log, replay)
         baseline = None
         if opts.baseline:
             prev = tuple(g for g in generations if g.variant == "baseline")
@@ -263,6 +266,18 @@ def _start(name: str, *, opts: AuditOptions, base: BaseModel, variants: list[Var
     if isinstance(backend, RayBackend):
         log(f"ray: {escape(backend.describe())}")
     return backend
+
+
+def _other_dtype(backend: Backend, opts: AuditOptions, base: BaseModel, cache: GenerationCache, base_digest: str,
+                 templates: dict[str, PromptTemplate]) -> Backend:
+    """The base alone on the other dtype (float32, or bfloat16 for a float32 audit): ``--noise-floor``'s replay
+    for a backend whose answers do not depend on the batch. A second copy of the base's weights; its answers are
+    cached under their own dtype."""
+    other = "bfloat16" if backend.dtype == "float32" else "float32"
+    replay = BACKENDS[backend.name].create(replace(opts, dtype=other, draft="off"), base, [], cache, base_digest)
+    replay.show_progress = opts.progress
+    replay.set_templates({k: t for k, t in templates.items() if k == "base"})
+    return replay
 
 
 def _close(backend: Backend) -> None:

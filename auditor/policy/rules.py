@@ -37,6 +37,7 @@ Benjamini–Hochberg before they decide.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -234,12 +235,17 @@ def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResul
     cases = [s for s in stated if isinstance(s, Case)]
     decided = iter(decide(cases, policy.statistics, look, last, looks))
     rules = [next(decided) if isinstance(s, Case) else s for s in stated]
+    if noise_floor is not None:
+        rules = [with_noise(r, noise_floor, drift, comparisons) for r in rules]
     if noise_floor is not None and noise_floor.n_differ > 0:
+        how = (f"in {noise_floor.replay} (the audit ran in {noise_floor.dtypes[0]}): a delta of that size is numeric "
+               "noise" if noise_floor.varied == "dtype" else
+               "with another batch composition: this backend is not batch-invariant, deltas of that size are noise")
         rules.append(RuleOutcome(
             rule="noise floor: base replay identical", rule_id="noise-floor/base-replay-identical",
             kind="noise_floor", outcome=policy.on_noise_floor,
             reason=f"{noise_floor.n_differ} of {noise_floor.n_items} base answers changed when the base was replayed "
-                   f"with another batch composition: this backend is not batch-invariant, deltas of that size are noise",
+                   f"{how}; {sum(bool(r.within_noise) for r in rules)} rule decision(s) within it",
             value=float(noise_floor.n_differ)))
     if adapter.no_effect:
         rules.append(RuleOutcome(rule="adapter has an effect", rule_id="adapter-has-an-effect", kind="no_effect",
@@ -250,3 +256,45 @@ def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResul
                                  outcome=policy.on_base_mismatch, reason=adapter.declared_base_note))
     verdict: VerdictValue = "fail" if any(r.outcome == "fail" for r in rules) else "pass"
     return Verdict(verdict=verdict, rules=tuple(rules), warnings=(*adapter.warnings, *warnings))
+
+
+def noise_of(rule: RuleOutcome, noise_floor: NoiseFloor, drift: DriftResult,
+             comparisons: Sequence[MetricComparison]) -> float | None:
+    """How far the base replayed on the noise floor's other path moved ``rule``'s statistic (absolute, the rule's
+    units): its metric's shift (in % of base for a ``*_pct`` limit), or for DriftScore the shift the replay's
+    gains give it (OffTargetGain − TargetGain of the replay against the base). None: not a limit or DriftScore
+    rule, or a metric the replay did not measure."""
+    if rule.kind == "limit" and rule.metric is not None:
+        shifts = noise_floor.metric_shifts_pct if rule.rule_id.endswith("-pct") else noise_floor.metric_shifts
+        shift = shifts.get(rule.metric)
+        return None if shift is None else abs(shift)
+    if rule.kind == "drift" and drift.target_metric is not None:
+        better = {c.metric: c.higher_is_better for c in comparisons}
+        metrics = (drift.target_metric, *drift.off_target_metrics)
+        if any(m not in noise_floor.metric_shifts or m not in better for m in metrics):
+            return None
+        gain = {m: noise_floor.metric_shifts[m] * (1.0 if better[m] else -1.0) for m in metrics}
+        off = float(np.mean([gain[m] for m in drift.off_target_metrics])) if drift.off_target_metrics else 0.0
+        return abs(off - gain[drift.target_metric])
+    return None
+
+
+def with_noise(rule: RuleOutcome, noise_floor: NoiseFloor, drift: DriftResult,
+               comparisons: Sequence[MetricComparison]) -> RuleOutcome:
+    """``rule`` with its measured noise (:func:`noise_of`) and, when it was decided (pass or fail) with its movement
+    no further from its limit than that noise, ``within_noise`` and a sentence saying so at the end of its
+    reason: numeric noise of the measured size could have decided it the other way."""
+    noise = noise_of(rule, noise_floor, drift, comparisons)
+    if noise is None:
+        return rule
+    if rule.outcome == "not_run" or rule.decision not in ("pass", "fail") or rule.value is None or rule.limit is None:
+        return replace(rule, noise=noise)
+    margin = abs(rule.value - rule.limit)
+    if noise == 0 or margin > noise:
+        return replace(rule, noise=noise, within_noise=False)
+    units = {c.metric: c.delta_unit for c in comparisons}
+    unit = ("% of base" if rule.rule_id.endswith("-pct") else "points" if rule.kind == "drift"
+            else units.get(rule.metric or "", ""))
+    return replace(rule, noise=noise, within_noise=True,
+                   reason=f"{rule.reason}; within the measured flip noise: the base replayed in {noise_floor.replay} "
+                          f"moves it by {noise:.1f} {unit}, and it lies {margin:.1f} from its limit")

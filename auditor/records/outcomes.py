@@ -5,20 +5,31 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from .vocab import Decision, Mode, Outcome, RuleKind, VerdictValue
 
 
 @dataclass(frozen=True, kw_only=True)
 class NoiseFloor:
-    """``--noise-floor``: the base variant replayed with another batch composition.
+    """``--noise-floor``: the base variant replayed on another path of the same arithmetic, and what moved.
+
+    A backend whose greedy answers depend on the batch (transformers#25921; the GPU engines) is replayed with
+    another batch composition; one whose answers do not (the hf backend on a CPU, batch-invariant) is replayed on
+    the other dtype (``bfloat16`` ↔ ``float32``), the choice ``--dtype auto`` makes by the CPU. Either way the
+    replay is the base against itself: a delta of the size it shows is numeric noise.
 
     Attributes:
-        n_items: base answers replayed.
+        n_items: base answers replayed (the first look's items).
         batch_sizes: [the audit's batch size, the replay's].
         n_differ, items_differ: answers whose text changed (count, item ids).
         n_score_differ, items_score_differ: answers whose scores changed too.
+        varied: what the replay changed: ``batch_size`` or ``dtype``.
+        dtypes: [the audit's dtype, the replay's].
+        metric_shifts: metric id → the replay's mean minus the audit's base mean on the replayed items, in the
+            metric's delta unit (points for a fraction metric, its unit otherwise); every metric of a replayed
+            capability.
+        metric_shifts_pct: the same shifts in % of the audit's base mean (metrics whose base mean is not 0).
     """
 
     n_items: int
@@ -27,6 +38,15 @@ class NoiseFloor:
     n_score_differ: int
     items_differ: tuple[str, ...]
     items_score_differ: tuple[str, ...]
+    varied: Literal["batch_size", "dtype"] = "batch_size"
+    dtypes: tuple[str, ...] = ()
+    metric_shifts: Mapping[str, float] = field(default_factory=dict)
+    metric_shifts_pct: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def replay(self) -> str:
+        """What the replay ran on, in words (``float32``, ``batch size 12``)."""
+        return self.dtypes[-1] if self.varied == "dtype" and self.dtypes else f"batch size {self.batch_sizes[-1]}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -182,6 +202,10 @@ class RuleOutcome:
         upper_bound: ``evidence``: the one-sided ``1 − β`` upper bound of ``value`` the pass test used.
         items_to_decide: for an undecided or inconclusive ``evidence`` rule, about how many items
             would likely decide it; capabilities: whose items decide it (``evidence`` rules).
+        noise: with ``--noise-floor``, how far the base replayed on the other path (:class:`NoiseFloor`) moved
+            this rule's statistic (same units as ``value``, absolute); within_noise: the rule was decided
+            (pass or fail) and ``value`` lies within ``noise`` of ``limit``, so numeric noise of the measured
+            size could have decided it the other way.
     """
 
     rule: str
@@ -204,6 +228,8 @@ class RuleOutcome:
     rule_id: str = ""
     kind: RuleKind = "limit"
     metric: str | None = None
+    noise: float | None = None
+    within_noise: bool | None = None
 
     @property
     def capability(self) -> str | None:

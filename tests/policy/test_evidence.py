@@ -225,3 +225,39 @@ def test_a_round_goes_first_to_rules_that_can_still_show_harm():
     # with room for both, both get their round
     assert round_sizes([held, open_], {"math": 24, "ifeval": 24}, {"math": 200, "ifeval": 200}, budget_left=48,
                        tokens_per_item={"math": 10.0, "ifeval": 100.0}) == {"ifeval": 24, "math": 24}
+
+
+def _noise(shift: float, varied: str = "dtype"):
+    from auditor.records import NoiseFloor
+
+    return NoiseFloor(n_items=40, batch_sizes=(8, 8), n_differ=3, n_score_differ=2, items_differ=("a", "b", "c"),
+                      items_score_differ=("a", "b"), varied=varied, dtypes=("bfloat16", "float32"),
+                      metric_shifts={"math.numeric_match": shift}, metric_shifts_pct={})
+
+
+def test_a_decision_within_the_measured_flip_noise_says_so(tmp_path):
+    # 40 items, the adapter loses 14 of 24 (−35 points, fails on evidence); the base replayed on the other dtype
+    # moves the metric by 27.5 points, so the movement lies within the noise of the 10-point limit
+    base = [1] * 24 + [0] * 16
+    adapter = [0] * 14 + [1] * 10 + [0] * 16
+    comps = _comparisons(base, adapter)
+    policy = _policy(tmp_path)
+    for shift, within in ((-27.5, True), (25.0, True), (-24.9, False), (0.0, False)):
+        v = judge(policy, comps, drift_score(comps, None, "none", None, [], 15), _adapter(), _noise(shift))
+        (r,) = [x for x in v.rules if x.rule == "math.numeric_match: max drop"]
+        assert r.decision == "fail" and r.outcome == "fail"
+        assert r.noise == abs(shift) and r.within_noise is within
+        assert ("within the measured flip noise: the base replayed in float32 moves it by" in r.reason) is within
+        (floor,) = [x for x in v.rules if x.kind == "noise_floor"]
+        assert floor.outcome == "warn" and "replayed in float32 (the audit ran in bfloat16)" in floor.reason
+        assert floor.reason.endswith(f"{int(within)} rule decision(s) within it")
+
+
+def test_an_undecided_rule_gets_the_noise_but_no_within_noise_flag(tmp_path):
+    base = [1] * 8 + [0] * 8
+    adapter = [0] * 3 + [1] * 5 + [1] + [0] * 7
+    comps = _comparisons(base, adapter)
+    v = judge(_policy(tmp_path), comps, drift_score(comps, None, "none", None, [], 15), _adapter(), _noise(-3.0),
+              last=False)
+    (r,) = [x for x in v.rules if x.rule == "math.numeric_match: max drop"]
+    assert r.decision == "undecided" and r.noise == 3.0 and r.within_noise is None

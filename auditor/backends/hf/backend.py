@@ -25,7 +25,7 @@ from .adapters import as_the_tensors_say as _as_the_tensors_say
 from .adapters import base_vocabulary_only as _base_vocabulary_only
 from .adapters import holds_dora as _holds_dora
 from .adapters import shared_vocab_resize
-from .attention import attention_path
+from .attention import ATTENTION, attention_path
 from .batching import auto_batch_size
 from .batching import batches as _batches
 from .batching import free_memory_bytes as _free_memory_bytes
@@ -223,6 +223,12 @@ class HFBackend(CachedBackend):
         from .invariant import NUMERICS
 
         return NUMERICS if self.device == "cpu" else None
+
+    @property
+    def batch_invariant(self) -> bool:
+        """Whether a greedy answer is the same whatever else the batch holds: on the CPU (fixed-rows linear
+        layers), in continuous batching with the per-request attention (a model without sliding-window layers)."""
+        return bool(self.numerics) and self.batching == "continuous" and self.attention == ATTENTION
 
     @functools.cached_property
     def attention(self) -> str:

@@ -119,6 +119,7 @@ class RayBackend:
             self.overrides["batching"] = "static"
         self.stats = GenerationStats(engine, batch_size=opts.batch_size)
         self.batch_size: int | str = opts.batch_size
+        self.dtype = opts.dtype
         self.show_progress = False
         self.templates: dict[str, PromptTemplate] = {}
         self.setup_warnings: list[str] = []
@@ -213,6 +214,11 @@ class RayBackend:
     def device(self) -> str | None:
         """The base pass worker's torch device (hf: ``cpu`` or ``cuda``; None for vllm)."""
         return self._where[BASE_WORKER]["device"] if self._where else None
+
+    @property
+    def batch_invariant(self) -> bool:
+        """Not promised across workers: ``--noise-floor`` replays the base with another batch composition."""
+        return False
 
     @property
     def model_loaded(self) -> bool:
