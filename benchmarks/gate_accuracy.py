@@ -248,6 +248,10 @@ TRUTH_COMMANDS_BY_BASE: dict[str, list[str]] = {"gemma3-270m": [
     "python benchmarks/gate_accuracy.py --base gemma3-270m truth --items 24 --group 8 --batch-size 256",
     "python benchmarks/gate_accuracy.py --base gemma3-270m truth --items 24 --group 8 --batch-size 256 --caps trigger "
     "--force  # trigger.excess_context_gap measured on the same answers",
+    "python benchmarks/gate_accuracy.py --base gemma3-270m truth --items 24 --group 4 --batch-size 64 --caps "
+    "knowledge,robustness,multilingual,format,trigger --force  # multiple choice by log-likelihood, worked examples "
+    "for format and trigger; 985 s for the first four adapters, 447 s for refuse-harmless (--only); 256 slots ran "
+    "out of memory",
 ]}
 #: the commands that produced the committed table (2-core CPU, hf backend; the first four ran beside other jobs,
 #: the rest one process at a time)
