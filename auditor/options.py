@@ -39,7 +39,8 @@ class AuditOptions:
     draft: str = "auto"
     #: local folder with standard benchmark files (``--data-dir`` / ``$AUDITOR_DATA_DIR``)
     data_dir: str | None = None
-    #: replay the base variant with another batch composition and count changed answers
+    #: replay the base on another numeric path (the other dtype on a batch-invariant CPU path, else another batch
+    #: composition), record what moved and mark the rules decided within it
     noise_floor: bool = False
     #: read and write the generation cache (``--no-cache`` turns it off)
     cache: bool = True

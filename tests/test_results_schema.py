@@ -170,8 +170,9 @@ def _result() -> AuditResult:
                           off_target_gain_pts=0.0, drift_score_pts=25.0, mismatch=True, ci_low_pts=5.0,
                           ci_high_pts=45.0, p_positive=0.01),
         items=(item,),
-        noise_floor=NoiseFloor(n_items=3, batch_sizes=(8, 1), n_differ=1, n_score_differ=0, items_differ=(item.id,),
-                               items_score_differ=()),
+        noise_floor=NoiseFloor(n_items=3, batch_sizes=(8, 8), n_differ=1, n_score_differ=0, items_differ=(item.id,),
+                               items_score_differ=(), varied="dtype", dtypes=("bfloat16", "float32"),
+                               metric_shifts={"math.numeric_match": -33.3}, metric_shifts_pct={}),
         baseline=BaselineRecord(adapter=_adapter("adapters/v1"), comparisons=(_comparison(base=0.75),)),
         statistics=StatisticsRecord(confidence=0.95, n_resamples=1000, seed=0, multiplicity="bh", min_items=1,
                                     interval="percentile", tests={"pass/fail": "mcnemar"}, p_adjusted="BH",
@@ -280,6 +281,11 @@ def _delete(path: str) -> Callable[[Any], None]:
      "agreement_with_base.capabilities.math.first_difference_word", "less than the minimum of 1"),
     (_set("agreement_with_base.capabilities.math.n_items", -1), "agreement_with_base.capabilities.math.n_items",
      "less than the minimum of 0"),
+    (_set("noise_floor.dtypes", ["bfloat16", "float32", "float16"]), "noise_floor.dtypes", "is too long"),
+    (_set("noise_floor.varied", "moon"), "noise_floor.varied", "'moon' is not one of"),
+    (_set("noise_floor.metric_shifts", [1.0]), "noise_floor.metric_shifts", "is not of type 'object'"),
+    (_set("verdict.rules.0.noise", -3.0), "verdict.rules.0.noise", "less than the minimum of 0"),
+    (_set("verdict.rules.0.within_noise", "yes"), "verdict.rules.0.within_noise", "is not of type 'boolean'"),
 ])
 def test_hostile_edits_fail_validation(edit, where, says):
     data = _result().to_dict()

@@ -5,7 +5,7 @@
 * :mod:`.compare`: base vs adapter per metric (:class:`~auditor.records.MetricComparison`);
 * :mod:`.drift`: TargetGain, OffTargetGain and DriftScore of the nominal label;
 * :mod:`.agreement`: how many generated answers the adapter left as the base's, and where the others differ;
-* :mod:`.noise_floor`: the base replayed with another batch composition.
+* :mod:`.noise_floor`: the base replayed on another numeric path (the other dtype, or another batch composition).
 """
 
 from .agreement import agreement_with_base

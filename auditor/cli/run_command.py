@@ -176,7 +176,9 @@ class RunOptions:
                    "on from the first disagreement (greedy answers unchanged up to rounding). base: always (hf, "
                    "continuous batching); off: decode every adapter answer; auto: base where the backend can.")
 @click.option("--noise-floor", is_flag=True,
-              help="Replay the base variant with another batch composition and report how many answers change.")
+              help="Replay the base on another numeric path (the other dtype on the hf backend's batch-invariant CPU "
+                   "path, another batch composition elsewhere), report what moved and mark the rules decided within "
+                   "that noise.")
 @click.option("--no-cache", "no_cache", is_flag=True,
               help="Neither read nor write the generation cache (every answer generated afresh).")
 @click.option("--cache-dir", "cache_dir", default=None, metavar="DIR|URL", help=CACHE_DIR_HELP)

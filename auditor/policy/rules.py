@@ -238,14 +238,15 @@ def judge(policy: Policy, comparisons: list[MetricComparison], drift: DriftResul
     if noise_floor is not None:
         rules = [with_noise(r, noise_floor, drift, comparisons) for r in rules]
     if noise_floor is not None and noise_floor.n_differ > 0:
-        how = (f"in {noise_floor.replay} (the audit ran in {noise_floor.dtypes[0]}): a delta of that size is numeric "
-               "noise" if noise_floor.varied == "dtype" else
-               "with another batch composition: this backend is not batch-invariant, deltas of that size are noise")
+        how = (f"in {noise_floor.replay} (the audit ran in {noise_floor.dtypes[0]})" if noise_floor.varied == "dtype"
+               else "with another batch composition (this backend is not batch-invariant)")
+        within = [r.rule for r in rules if r.within_noise]
         rules.append(RuleOutcome(
             rule="noise floor: base replay identical", rule_id="noise-floor/base-replay-identical",
             kind="noise_floor", outcome=policy.on_noise_floor,
             reason=f"{noise_floor.n_differ} of {noise_floor.n_items} base answers changed when the base was replayed "
-                   f"{how}; {sum(bool(r.within_noise) for r in rules)} rule decision(s) within it",
+                   f"{how}; " + (f"decided within the noise it measured: {'; '.join(within)}" if within
+                                 else "no rule was decided within the noise it measured"),
             value=float(noise_floor.n_differ)))
     if adapter.no_effect:
         rules.append(RuleOutcome(rule="adapter has an effect", rule_id="adapter-has-an-effect", kind="no_effect",
@@ -296,5 +297,6 @@ def with_noise(rule: RuleOutcome, noise_floor: NoiseFloor, drift: DriftResult,
     unit = ("% of base" if rule.rule_id.endswith("-pct") else "points" if rule.kind == "drift"
             else units.get(rule.metric or "", ""))
     return replace(rule, noise=noise, within_noise=True,
-                   reason=f"{rule.reason}; within the measured flip noise: the base replayed in {noise_floor.replay} "
-                          f"moves it by {noise:.1f} {unit}, and it lies {margin:.1f} from its limit")
+                   reason=f"{rule.reason}; within the measured numeric noise: the base replayed in {noise_floor.replay} "
+                          f"moved this {'DriftScore' if rule.kind == 'drift' else 'metric'} by {noise:.1f} {unit}, "
+                          f"and the movement lies {margin:.1f} {unit} from its limit")

@@ -38,15 +38,15 @@ class NoiseFloor:
     n_score_differ: int
     items_differ: tuple[str, ...]
     items_score_differ: tuple[str, ...]
-    varied: Literal["batch_size", "dtype"] = "batch_size"
-    dtypes: tuple[str, ...] = ()
+    varied: Literal["batch_size", "dtype"]
+    dtypes: tuple[str, str]
     metric_shifts: Mapping[str, float] = field(default_factory=dict)
     metric_shifts_pct: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def replay(self) -> str:
         """What the replay ran on, in words (``float32``, ``batch size 12``)."""
-        return self.dtypes[-1] if self.varied == "dtype" and self.dtypes else f"batch size {self.batch_sizes[-1]}"
+        return self.dtypes[1] if self.varied == "dtype" else f"batch size {self.batch_sizes[-1]}"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -118,12 +118,12 @@ FIELDS: dict[str, dict[str, Any]] = {
     "ItemRecord.max_new_tokens": COUNT, "ItemRecord.round": POSITIVE,
     "NoiseFloor.n_items": COUNT, "NoiseFloor.batch_sizes": {"minItems": 2, "maxItems": 2},
     "NoiseFloor.n_differ": COUNT, "NoiseFloor.n_score_differ": COUNT,
-    "NoiseFloor.dtypes": {"description": "[the audit's dtype, the replay's]"},
+    "NoiseFloor.dtypes": {"minItems": 2, "maxItems": 2, "description": "[the audit's dtype, the replay's]"},
     "NoiseFloor.metric_shifts": {"description": "metric id -> the replay's mean minus the audit's base mean on the "
                                  "replayed items, in the metric's delta unit (points for a fraction metric)"},
     "NoiseFloor.metric_shifts_pct": {"description": "the same shifts in % of the audit's base mean (metrics whose "
                                      "base mean is not 0)"},
-    "RuleOutcome.noise": {"description": "with --noise-floor: how far the base replayed on the other path moved this "
+    "RuleOutcome.noise": {"minimum": 0, "description": "with --noise-floor: how far the base replayed on the other path moved this "
                           "rule's statistic (absolute; the units of value)"},
     "RuleOutcome.within_noise": {"description": "with --noise-floor: the rule was decided (pass or fail) with value "
                                  "no further than noise from limit; null when it was not decided"},

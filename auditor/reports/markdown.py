@@ -51,7 +51,7 @@ def render_summary_md(result: AuditResult, report_name: str = "report.html") -> 
     lines = [f"## {icon} adapter-auditor: {v.verdict.upper()}", "",
              f"Adapter **{md(Path(result.adapter.path).name)}** on base **{md(result.base.name)}**, "
              f"suite {md(result.suite.name)}; numeric path {md(result.run.dtype)} on {md(result.run.backend)}"
-             + (", batch-invariant" if (result.run.hf or {}).get("numerics", "torch") != "torch" else "")
+             + (", batch-invariant" if (result.run.hf or {}).get("batch_invariant") else "")
              + " (greedy answers differ between bf16 and fp32, so figures near a limit can too).", ""]
     if result.run.limit:
         lines += [f"> **--limit {result.run.limit}:** {limit_note(result.run.limit, result.run.budget)}", ""]
@@ -67,6 +67,15 @@ def render_summary_md(result: AuditResult, report_name: str = "report.html") -> 
             f"- {md(r.rule)}: {'inconclusive' if r.decision == 'inconclusive' else 'not measurable on this base'}"
             + (f" on {r.n_items} items" if r.n_items else "")
             + (f" (about {r.items_to_decide} would likely decide it)" if r.items_to_decide else "") for r in open_rules] + [""]
+    floor = result.noise_floor
+    if floor is not None:
+        within = [r for r in v.rules if r.within_noise]
+        lines += [f"**Noise floor** (the base replayed in {md(floor.replay)}): {floor.n_differ} of {floor.n_items} "
+                  "base answers changed" + ("; decided within that noise:" if within else
+                                            "; no rule was decided within that noise."), ""]
+        if within:
+            lines += [f"- {md(r.rule)}: {r.decision}, {abs((r.value or 0) - (r.limit or 0)):.1f} from its limit "
+                      f"(noise {r.noise:.1f})" for r in within] + [""]
     rounds = result.run.rounds[1:]
     if rounds:
         added = ", ".join(f"+{n} {md(c)}" for rd in rounds for c, n in (rd.new_items or {}).items())

@@ -391,6 +391,26 @@ def test_the_summary_and_the_report_say_when_answers_were_batch_invariant():
     r = _results()
     plain_md, plain_html = render_summary_md(_typed(r)), render_html(_typed(r))
     assert "batch-invariant" not in plain_md and "fixed_rows" not in plain_html
-    r["run"]["hf"] = {"batching": "continuous", "numerics": "fixed_rows/64"}
+    # fixed-rows layers with the library's attention (a model with sliding-window layers): not batch-invariant
+    r["run"]["hf"] = {"batching": "continuous", "numerics": "fixed_rows/64", "attention": "sdpa",
+                      "batch_invariant": False}
+    assert "batch-invariant" not in render_summary_md(_typed(r))
+    r["run"]["hf"] |= {"attention": "per_request_sdpa/2", "batch_invariant": True}
     assert "numeric path" in plain_md and ", batch-invariant (" in render_summary_md(_typed(r))
     assert "fixed_rows/64" in render_html(_typed(r))
+
+
+def test_the_summary_and_the_report_name_the_rules_decided_within_the_measured_noise():
+    r = _results()
+    rule = r["verdict"]["rules"][0]
+    rule |= {"decision": "fail", "value": 12.8, "limit": 10.0, "noise": 4.2, "within_noise": True}
+    r["noise_floor"] = {"n_items": 24, "batch_sizes": [16, 16], "n_differ": 5, "n_score_differ": 2,
+                        "items_differ": [], "items_score_differ": [], "varied": "dtype",
+                        "dtypes": ["bfloat16", "float32"], "metric_shifts": {"math.numeric_match": -4.2},
+                        "metric_shifts_pct": {}}
+    summary, html = render_summary_md(_typed(r)), render_html(_typed(r))
+    assert "**Noise floor** (the base replayed in float32): 5 of 24 base answers changed; decided within that " \
+           "noise:" in summary
+    assert "numeric\\_match: max drop: fail, 2.8 from its limit (noise 4.2)" in summary
+    assert "replayed in float32 (the audit ran in bfloat16" in html and "+4.2" not in html and "-4.2" in html
+    assert "Decided within that noise" in html

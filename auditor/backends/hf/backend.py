@@ -259,11 +259,12 @@ class HFBackend(CachedBackend):
         once (continuous: per stream, with its variant; static: items per call), how the slots were chosen, and
         whether adapter answers were drafted from the base's (``draft``; ``drafts``: per adapter stream, the
         requests drafted, the drafts accepted whole, the draft tokens accepted and given, and with ``--draft auto``
-        why the rest were decoded where the adapter rejected its first drafts: ``stopped``)."""
+        why the rest were decoded where the adapter rejected its first drafts: ``stopped``), and whether its greedy
+        answers do not depend on the batch (``batch_invariant``: :attr:`batch_invariant`)."""
         return {"batching": self.batching, "streams": list(self.streams), "draft": self.draft,
                 "drafts": list(self.drafts),
                 "attention": self.attention if self.batching == "continuous" else "sdpa",
-                "numerics": self.numerics or "torch",
+                "numerics": self.numerics or "torch", "batch_invariant": self.batch_invariant,
                 "slots": None if self.slots_choice is None else self.slots_choice.as_dict()}
 
     def _generate_batch(self, prompts: list[str], max_new_tokens: int, variants: list[str] | None = None,
