@@ -109,9 +109,9 @@ def part_a(dtype: str, scale: float) -> list[str]:
             got[mode] = (wall, r)
         (wb, rb), (wo, ro) = got["base"], got["off"]
         same, n = same_answers(rb, ro)
-        agree = rb.get("agreement_with_base", {}).get("overall", {})
+        agree = ro.get("agreement_with_base", {}).get("overall", {})  # (plain decoding's answers)
         lines += [f"    base answers cached: {kept}; the adapter's answers identical to the base's: "
-                  f"{agree.get('identical', float('nan')):.1%} of {agree.get('n')}",
+                  f"{agree.get('identical', float('nan')):.1%} of {agree.get('n_items')}",
                   f"    wall: draft {wb:.1f} s, plain {wo:.1f} s, ratio {wb / wo:.2f} [goal <= 0.35]",
                   f"    generation stage: draft {rb['run']['timings']['generate_s']:.1f} s, plain "
                   f"{ro['run']['timings']['generate_s']:.1f} s, ratio "

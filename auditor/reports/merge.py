@@ -18,7 +18,7 @@ Refused (one line naming the file, exit code 2):
   first file's: one index would mix verdicts that were not judged alike;
 * results generated otherwise (:func:`generation_setting`): another backend or decoding, another ``--dtype`` (also
   what ``--dtype auto`` chose on another runner), or prompts rendered otherwise (``--chat-template``, its
-  template's content, ``--chat-template-arg``): the base's answers differ, so the base pass the index says is
+  template's content, ``--chat-template-arg``, a suite's worked examples): the base's answers differ, so the base pass the index says is
   shared was not. What a CI matrix varies freely stays free: paths, the runner's machine and placement, batch sizes
   and engine sizing, the cache's location, timings, versions of the packages.
 * an ``--out`` that is or holds an input (it would overwrite a shard's reports: the merged files are refused
@@ -151,7 +151,9 @@ def generation_setting(result: AuditResult) -> dict[str, tuple[str, str] | None]
       prompted plainly: the args then change nothing);
     * ``adapter template``: for an adapter that ships its own chat template (differing from the base's), whether its
       answers were prompted with it (``--chat-template adapter``, the default) or not (``base``, ``none``, FILE);
-      None for an adapter that ships none, which both settings prompt alike.
+      None for an adapter that ships none, which both settings prompt alike;
+    * ``prompt``: the first look's rendered prompts (what the base was asked, a suite's worked examples included:
+      ``fewshot`` samples are in no item's messages).
 
     Paths (template files, tokenizer folders), batch sizes, engine sizing, the machine and timings are left out:
     CI shards on other runners differ in them and their answers do not.
@@ -182,6 +184,8 @@ def generation_setting(result: AuditResult) -> dict[str, tuple[str, str] | None]
         used = prompts["adapter"].get("chat_template") == "adapter"
         out["adapter template"] = (str(used), "the adapter's own chat template " + (
             "used (--chat-template adapter)" if used else "not used (--chat-template base, none or FILE)"))
+    first_look = canonical_sha256([[it.id, it.rendered_prompt] for it in result.items if it.round == 1])
+    out["prompt"] = (first_look, f"the items' rendered prompts (sha256 {first_look[:12]}, worked examples included)")
     return out
 
 
@@ -217,7 +221,9 @@ def merge_shards(paths: Sequence[Path], out: Path | None = None) -> list[Shard]:
                 generated = what not in ("base", "suite", "policy", "baseline")
                 raise AuditInputError(shard.path, (
                     f"another {what} than {first_path}: {line}, not {first_line}; "
-                    + ("the base pass the index says is shared was not: audit every shard with the same backend, "
+                    + ("the items were asked otherwise (another suite's worked examples or prompt text): merge the "
+                       "shards of one audit" if what == "prompt" else
+                       "the base pass the index says is shared was not: audit every shard with the same backend, "
                        "--dtype (pin it: auto follows each runner's hardware) and --chat-template options"
                        if generated else
                        "one index would mix verdicts judged differently: merge the shards of one audit (one base, "

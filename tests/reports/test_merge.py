@@ -187,6 +187,13 @@ def test_shards_of_another_suite_policy_or_base_are_refused(fleet, tmp_path, cli
     bob = shards / "shard-1" / "bob" / "results.json"
     other = _edited(bob, tmp_path / "base", lambda d: d["base"].update(folder_sha256="ef" * 32))
     assert_one_line_error(cli("merge", shards / "shard-0", other, "--out", tmp_path / "o"), "another base than")
+
+    def worked_examples(d):  # the same items asked after other worked examples (a suite's fewshot samples)
+        d["items"][0]["rendered_prompt"] = "Q: 2 + 2?\nA: 4\n\n" + d["items"][0]["rendered_prompt"]
+
+    shown = _edited(bob, tmp_path / "fewshot", worked_examples)
+    assert_one_line_error(cli("merge", shards / "shard-0", shown, "--out", tmp_path / "o"), "another prompt than",
+                          "worked examples included")
     assert not (tmp_path / "o").exists()
 
     def elsewhere(d):  # another runner's paths, the same contents: one audit
