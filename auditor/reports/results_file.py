@@ -101,6 +101,11 @@ def check_results(path: Path | str, data: Any) -> AuditResult:
         if lo is not None and hi is not None and lo > hi:
             raise AuditInputError(path, f"comparisons: {strip_controls(c['metric'])[:80]} has ci_low {lo} above "
                                         f"ci_high {hi}")
+    for r in rules:
+        if r.get("within_noise") is not None and (data["noise_floor"] is None or r.get("noise") is None
+                                                  or (r["within_noise"] and not r["noise"])):
+            raise AuditInputError(path, f"verdict.rules: {strip_controls(r['rule'])[:80]} says within_noise "
+                                        f"{str(r['within_noise']).lower()} without a noise floor's noise to be within")
     if (v["verdict"] == "fail") != any(r["outcome"] == "fail" for r in rules):
         raise AuditInputError(path, f"verdict {v['verdict']!r} contradicts its rules (a verdict fails exactly when a rule fails)")
     return AuditResult.from_dict(data)

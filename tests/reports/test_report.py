@@ -140,6 +140,11 @@ def test_load_results_rejects_other_json(tmp_path):
         load_results(p)
 
 
+_NOISE = {"n_items": 2, "batch_sizes": [8, 8], "n_differ": 0, "n_score_differ": 0, "items_differ": [],
+          "items_score_differ": [], "varied": "dtype", "dtypes": ["bfloat16", "float32"], "metric_shifts": {},
+          "metric_shifts_pct": {}}
+
+
 @pytest.mark.parametrize("edit,needle", [
     (lambda r: r["verdict"].update(verdict="PASS"), "at verdict.verdict: 'PASS' is not one of"),
     (lambda r: r["verdict"]["rules"][0].update(outcome="maybe"), "at verdict.rules.0.outcome: 'maybe' is not one of"),
@@ -147,6 +152,9 @@ def test_load_results_rejects_other_json(tmp_path):
     (lambda r: r["verdict"].update(rules=[], verdict="pass"), "verdict.rules is empty"),
     (lambda r: r["items"].append(dict(r["items"][0])), "appears twice in items"),
     (lambda r: r["comparisons"][0].update(ci_low=0.5, ci_high=-0.5), "has ci_low 0.5 above ci_high -0.5"),
+    (lambda r: r["verdict"]["rules"][0].update(within_noise=True, noise=2.0), "within_noise true without a noise"),
+    (lambda r: r.update(noise_floor=_NOISE) or r["verdict"]["rules"][0].update(within_noise=True, noise=0.0),
+     "within_noise true without a noise"),
 ])
 def test_load_results_refuses_inconsistent_verdicts(tmp_path, edit, needle):
     r = _results()
