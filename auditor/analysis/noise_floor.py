@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from ..records import Generation, NoiseFloor, Score, Suite
+from ..records import Generation, NoiseFloor, Request, Score, Suite
 from ..scorers import score_all
 from ..suite import plan_requests
 from .compare import StatsSettings, compare_metrics
@@ -24,8 +24,19 @@ if TYPE_CHECKING:
     from ..backends import Backend
 
 
+class Replay(Protocol):
+    """The base alone on another dtype (a second engine, or a Ray worker's): what :func:`noise_floor` replays on."""
+
+    dtype: str
+    batch_size: int | str
+
+    def generate(self, requests: list[Request]) -> list[Generation]:
+        """One Generation per request, in order."""
+        ...
+
+
 def noise_floor(backend: Backend, suite: Suite, generations: list[Generation], scores: list[Score],
-                scorer_of: dict[str, str], log: Callable[[str], Any], replay: Backend | None = None) -> NoiseFloor:
+                scorer_of: dict[str, str], log: Callable[[str], Any], replay: Replay | None = None) -> NoiseFloor:
     """Replay the base variant on another path and measure what moved.
 
     Args:

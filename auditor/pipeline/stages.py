@@ -17,7 +17,7 @@ from typing import Any
 
 from rich.markup import escape
 
-from ..analysis.noise_floor import noise_floor
+from ..analysis.noise_floor import Replay, noise_floor
 from ..backends import BACKENDS, Backend, choose_backend, fall_back_for, fall_back_for_base
 from ..backends.hardware import choose_dtype
 from ..backends.ray.cluster import RayBackend
@@ -269,12 +269,16 @@ def _start(name: str, *, opts: AuditOptions, base: BaseModel, variants: list[Var
 
 
 def _other_dtype(backend: Backend, opts: AuditOptions, base: BaseModel, cache: GenerationCache, base_digest: str,
-                 templates: dict[str, PromptTemplate]) -> Backend:
+                 templates: dict[str, PromptTemplate]) -> Replay:
     """The base alone on the other dtype (float32, or bfloat16 for a float32 audit): ``--noise-floor``'s replay
-    for a backend whose answers do not depend on the batch. A second copy of the base's weights; its answers are
-    cached under their own dtype."""
+    for a backend whose answers do not depend on the batch (with ``--ray``, on the base pass's worker). A second
+    copy of the base's weights; its answers are cached under their own dtype, not counted in the run's cache
+    figures."""
     other = "bfloat16" if backend.dtype == "float32" else "float32"
-    replay = BACKENDS[backend.name].create(replace(opts, dtype=other, draft="off"), base, [], cache, base_digest)
+    if isinstance(backend, RayBackend):
+        return backend.replay_on(other)
+    replay = BACKENDS[backend.name].create(replace(opts, dtype=other, draft="off"), base, [],
+                                           GenerationCache(cache.store), base_digest)
     replay.show_progress = opts.progress
     replay.set_templates({k: t for k, t in templates.items() if k == "base"})
     return replay

@@ -98,7 +98,7 @@ def _results(out: Path) -> dict[str, dict]:
 
 def test_three_adapters_on_a_local_ray_cluster_give_the_single_process_results(tiny, cluster, tmp_path, cli,
                                                                                 monkeypatch):
-    """Rounds (``--budget 6``), ``--noise-floor`` (a base-only replay, on worker 0) and ``--baseline`` (held by
+    """Rounds (``--budget 6``), ``--noise-floor`` (a base-only replay on the other dtype, on worker 0) and ``--baseline`` (held by
     every worker, its first look on worker 0, its rounds with each adapter's) included."""
     base, (*adapters, previous) = tiny
     args = [*adapters, "--base", base, "--capability", "math", "--capability", "over_refusal", "--limit", "3",
@@ -130,6 +130,9 @@ def test_three_adapters_on_a_local_ray_cluster_give_the_single_process_results(t
     # rounds ran (the budget bought items), so the rounds' routing is compared too; and the replay, the baseline
     assert any(len(r["run"]["rounds"]) > 1 for r in single.values())
     assert all(r["noise_floor"] is not None and r["baseline"] is not None for r in on_ray.values())
+    # the workers' engines do not depend on the batch (hf on a CPU): the replay is on the other dtype, on worker 0
+    assert all(r["noise_floor"]["varied"] == "dtype" and r["noise_floor"]["dtypes"] == ["float32", "bfloat16"]
+               for r in on_ray.values())
 
 
 def test_a_worker_that_dies_ends_the_run_with_exit_code_3_and_no_verdict(tiny, cluster, tmp_path, monkeypatch):

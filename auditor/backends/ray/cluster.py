@@ -217,8 +217,12 @@ class RayBackend:
 
     @property
     def batch_invariant(self) -> bool:
-        """Not promised across workers: ``--noise-floor`` replays the base with another batch composition."""
-        return False
+        """The base pass worker's engine says its answers do not depend on the batch (hf on a CPU)."""
+        return bool(self._where) and bool(self._where[BASE_WORKER].get("batch_invariant"))
+
+    def replay_on(self, dtype: str) -> RayReplay:
+        """``--noise-floor``'s replay of the base on ``dtype``, on the base pass's worker (:class:`RayReplay`)."""
+        return RayReplay(self, dtype)
 
     @property
     def model_loaded(self) -> bool:
@@ -302,3 +306,25 @@ class RayBackend:
             f"worker {k} on {w['node']} ({self.cpus:g} CPUs, {self.gpus:g} GPUs): "
             + ", ".join((["base pass"] if k == BASE_WORKER else []) + [folder[n] for n in self.groups[k]])
             for k, w in enumerate(self._where))
+
+
+class RayReplay:
+    """The base alone on another dtype, on the base pass's worker (:meth:`EngineWorker.replay`): what
+    ``--noise-floor`` replays on a batch-invariant engine.
+
+    Attributes:
+        dtype: the replay's dtype.
+        batch_size: the run's (the worker's engine sizes itself).
+    """
+
+    def __init__(self, owner: RayBackend, dtype: str) -> None:
+        self.owner, self.dtype, self.batch_size = owner, dtype, owner.batch_size
+
+    def generate(self, requests: list[Request]) -> list[Generation]:
+        """One Generation per request, in order.
+
+        Raises:
+            RayWorkerError: the worker died or failed (exit code 3).
+        """
+        actor = self.owner._actors[BASE_WORKER]
+        return list(self.owner._get(BASE_WORKER, actor.replay.remote(requests, self.dtype)))

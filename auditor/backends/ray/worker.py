@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +66,9 @@ class EngineWorker:
         self.failed: dict[str, Any] | None = None
         self.threads = max(1, int(threads))
         self.names = [v.name for v in variants]
+        #: what makes a base-only engine on another dtype (:meth:`replay`), and that engine once made
+        self._make = (backend, opts, base, cache_store, base_digest, {k: t for k, t in templates.items() if k == "base"})
+        self._replay: Any = None
         try:
             import torch
 
@@ -101,7 +104,8 @@ class EngineWorker:
         from ...util.version import __version__
 
         return {"ok": {"node": self._node_ip(), "node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid(),
-                       "threads": self.threads, "device": self.backend.device, "auditor_version": __version__}}
+                       "threads": self.threads, "device": self.backend.device,
+                       "batch_invariant": self.backend.batch_invariant, "auditor_version": __version__}}
 
     def generate(self, requests: list[Request], split_small: bool, use_cache: bool,
                  batch_size: int | str) -> dict[str, Any]:
@@ -111,6 +115,23 @@ class EngineWorker:
             self.backend.batch_size = batch_size
             gens = self.backend.generate(requests, split_small=split_small, use_cache=use_cache)
             return {"ok": (gens, self.snapshot())}
+        except Exception as e:
+            return {"error": _fault(e)}
+
+    def replay(self, requests: list[Request], dtype: str) -> dict[str, Any]:
+        """The base's answers to ``requests`` from a second engine of the base alone in ``dtype``, made on first
+        use (``--noise-floor`` on a batch-invariant engine: :func:`auditor.analysis.noise_floor.noise_floor`);
+        the cache's store is shared, its counters are not the run's."""
+        try:
+            if self._replay is None:
+                from .. import BACKENDS
+
+                name, opts, base, store, digest, templates = self._make
+                self._replay = BACKENDS[name].create(replace(opts, dtype=dtype, draft="off"), base, [],
+                                                     GenerationCache(store), digest)
+                self._replay.show_progress = False
+                self._replay.set_templates(templates)
+            return {"ok": self._replay.generate(requests)}
         except Exception as e:
             return {"error": _fault(e)}
 
