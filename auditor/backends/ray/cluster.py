@@ -224,6 +224,16 @@ class RayBackend:
         """``--noise-floor``'s replay of the base on ``dtype``, on the base pass's worker (:class:`RayReplay`)."""
         return RayReplay(self, dtype)
 
+    def generate_replay(self, requests: list[Request], dtype: str) -> list[Generation]:
+        """The base's answers to ``requests`` from the base pass's worker's engine of the base alone in ``dtype``
+        (:meth:`EngineWorker.replay`), in order.
+
+        Raises:
+            RayWorkerError: the worker died or failed (exit code 3).
+        """
+        actor = self._actors[BASE_WORKER]
+        return list(self._get(BASE_WORKER, actor.replay.remote(requests, dtype)))
+
     @property
     def model_loaded(self) -> bool:
         return any(s["model_loaded"] for s in self._snapshots.values())
@@ -326,5 +336,4 @@ class RayReplay:
         Raises:
             RayWorkerError: the worker died or failed (exit code 3).
         """
-        actor = self.owner._actors[BASE_WORKER]
-        return list(self.owner._get(BASE_WORKER, actor.replay.remote(requests, self.dtype)))
+        return self.owner.generate_replay(requests, self.dtype)
