@@ -17,7 +17,7 @@ and DriftScore is recomputed per resample.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -27,6 +27,15 @@ from . import stats
 
 def _gain(c: MetricComparison, values: np.ndarray | float) -> np.ndarray | float:
     return values if c.higher_is_better else -values
+
+
+def drift_of(deltas: Mapping[str, float], higher_is_better: Mapping[str, bool], target: str,
+             off_target: Sequence[str]) -> float:
+    """DriftScore (points) from each metric's delta (points): the off-target gains' mean minus the target's gain,
+    a lower-is-better metric's gain with its sign flipped (the definition above, without the interval)."""
+    gain = {m: deltas[m] if higher_is_better[m] else -deltas[m] for m in (target, *off_target)}
+    off = float(np.mean([gain[m] for m in off_target])) if off_target else 0.0
+    return off - gain[target]
 
 
 def drift_score(comparisons: list[MetricComparison], label: str | None, label_source: str,

@@ -20,14 +20,19 @@ backend of a run is chosen. A new backend is one module with a :class:`CachedBac
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import AuditInputError
-from ..records import AdapterConfig, AdapterTensor
+from ..records import AdapterConfig, AdapterTensor, BaseModel, PromptTemplate
 from ..util.registry import Registry
 from .base import Backend, BackendClass, CachedBackend, GenerationStats
 from .hf.backend import HFBackend
 from .openai_server.client import OpenAIBackend
 from .vllm import compat as vllm_compat
+
+if TYPE_CHECKING:
+    from ..cache import GenerationCache
+    from ..options import AuditOptions
 from .vllm.compat import vllm_unsupported
 from .vllm.engine import VLLMBackend
 
@@ -87,3 +92,16 @@ def fall_back_for_base(requested: str, name: str, reason: str, base_path: Path) 
 __all__ = ["BACKENDS", "Backend", "BackendClass", "CachedBackend", "GenerationStats", "HFBackend",
            "OpenAIBackend", "VLLMBackend", "choose_backend", "fall_back_for",
            "fall_back_for_base"]
+
+
+def base_on_dtype(name: str, opts: AuditOptions, base: BaseModel, cache: GenerationCache, base_digest: str,
+                  templates: dict[str, PromptTemplate], dtype: str, progress: bool = False) -> Backend:
+    """An engine of backend ``name`` serving the base alone in ``dtype`` (no adapters, no drafts), prompted with the
+    base's template from ``templates``: ``--noise-floor``'s replay on the other dtype, in this process
+    (:mod:`auditor.pipeline.stages`) or on a Ray worker (:mod:`auditor.backends.ray.worker`)."""
+    from dataclasses import replace
+
+    engine = BACKENDS[name].create(replace(opts, dtype=dtype, draft="off"), base, [], cache, base_digest)
+    engine.show_progress = progress
+    engine.set_templates({k: t for k, t in templates.items() if k == "base"})
+    return engine

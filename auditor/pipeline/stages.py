@@ -18,7 +18,7 @@ from typing import Any
 from rich.markup import escape
 
 from ..analysis.noise_floor import Replay, noise_floor
-from ..backends import BACKENDS, Backend, choose_backend, fall_back_for, fall_back_for_base
+from ..backends import BACKENDS, Backend, base_on_dtype, choose_backend, fall_back_for, fall_back_for_base
 from ..backends.hardware import choose_dtype
 from ..backends.ray.cluster import RayBackend
 from ..backends.ray.placement import check_ray_options
@@ -277,11 +277,8 @@ def _other_dtype(backend: Backend, opts: AuditOptions, base: BaseModel, cache: G
     other = "bfloat16" if backend.dtype == "float32" else "float32"
     if isinstance(backend, RayBackend):
         return backend.replay_on(other)
-    replay = BACKENDS[backend.name].create(replace(opts, dtype=other, draft="off"), base, [],
-                                           GenerationCache(cache.store), base_digest)
-    replay.show_progress = opts.progress
-    replay.set_templates({k: t for k, t in templates.items() if k == "base"})
-    return replay
+    return base_on_dtype(backend.name, opts, base, GenerationCache(cache.store), base_digest, templates, other,
+                         progress=opts.progress)
 
 
 def _close(backend: Backend) -> None:

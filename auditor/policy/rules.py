@@ -41,6 +41,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..analysis.drift import drift_of
 from ..analysis.stats import expanded_alpha
 from ..records import AdapterRecord, DriftResult, MetricComparison, NoiseFloor, RuleOutcome, Verdict
 from ..records.vocab import LimitDirection, RuleKind, VerdictValue
@@ -274,9 +275,7 @@ def noise_of(rule: RuleOutcome, noise_floor: NoiseFloor, drift: DriftResult,
         metrics = (drift.target_metric, *drift.off_target_metrics)
         if any(m not in noise_floor.metric_shifts or m not in better for m in metrics):
             return None
-        gain = {m: noise_floor.metric_shifts[m] * (1.0 if better[m] else -1.0) for m in metrics}
-        off = float(np.mean([gain[m] for m in drift.off_target_metrics])) if drift.off_target_metrics else 0.0
-        return abs(off - gain[drift.target_metric])
+        return abs(drift_of(noise_floor.metric_shifts, better, drift.target_metric, drift.off_target_metrics))
     return None
 
 

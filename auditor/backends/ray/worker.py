@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -67,7 +67,7 @@ class EngineWorker:
         self.threads = max(1, int(threads))
         self.names = [v.name for v in variants]
         #: what makes a base-only engine on another dtype (:meth:`replay`), and that engine once made
-        self._make = (backend, opts, base, cache_store, base_digest, {k: t for k, t in templates.items() if k == "base"})
+        self._make = (backend, opts, base, cache_store, base_digest, templates)
         self._replay: Any = None
         try:
             import torch
@@ -124,13 +124,10 @@ class EngineWorker:
         the cache's store is shared, its counters are not the run's."""
         try:
             if self._replay is None:
-                from .. import BACKENDS
+                from .. import base_on_dtype
 
                 name, opts, base, store, digest, templates = self._make
-                self._replay = BACKENDS[name].create(replace(opts, dtype=dtype, draft="off"), base, [],
-                                                     GenerationCache(store), digest)
-                self._replay.show_progress = False
-                self._replay.set_templates(templates)
+                self._replay = base_on_dtype(name, opts, base, GenerationCache(store), digest, templates, dtype)
             return {"ok": self._replay.generate(requests)}
         except Exception as e:
             return {"error": _fault(e)}
