@@ -22,6 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from ..util.files import atomic_dir, cache_dir
+from ..util.logs import logger_quiet
+
+#: the reference checkers' ``logging`` logger (lm-eval's module name)
+CHECKERS_LOGGER = "lm_eval.tasks.ifeval.instructions"
 
 
 class PunktDataError(RuntimeError):
@@ -115,6 +119,9 @@ def ifeval_results(target: Mapping[str, Any], prompt: str, response: str) -> dic
     state = random.getstate()
     random.seed(0)
     try:
-        return utils.process_results(doc, [response])
+        # the language checker logs the response itself at ERROR when langdetect finds no language in it
+        # (and counts the instruction as followed, the reference's rule): a model's text, not for the terminal
+        with logger_quiet(CHECKERS_LOGGER):
+            return utils.process_results(doc, [response])
     finally:
         random.setstate(state)

@@ -497,3 +497,16 @@ def test_format_schemas_with_bad_refs_are_refused_at_load(schema, needle):
         SCORERS["json_schema"].build_target({"id": "x", "task": "t", "schema": json.dumps(schema)})
     ok = {"type": "object", "$defs": {"n": {"type": "integer"}}, "properties": {"a": {"$ref": "#/$defs/n"}}}
     assert SCORERS["json_schema"].build_target({"id": "x", "task": "t", "schema": json.dumps(ok)})["schema"] == ok
+
+
+def test_a_response_with_no_language_is_scored_without_echoing_it(capfd, caplog):
+    # the reference language checker logs the model's text at ERROR when langdetect finds no language in it;
+    # the text is untrusted and the terminal must not get it (the instruction counts as followed, the reference's rule)
+    from auditor.scorers.ifeval_checkers import ifeval_results
+
+    text = "1234 !!"
+    r = ifeval_results({"instruction_id_list": ["language:response_language"], "kwargs": [{"language": "fr"}]},
+                       "Answer in French.", text)
+    assert r["prompt_level_strict_acc"] is True and r["inst_level_loose_acc"] == [True]
+    out, err = capfd.readouterr()
+    assert "1234" not in out + err and not [rec for rec in caplog.records if "1234" in rec.getMessage()]

@@ -30,6 +30,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ...util.logs import logger_quiet
 from .attention import per_request_attention
 from .openmp import release_thread_pool
 
@@ -89,7 +90,10 @@ def stream_generate(model: Any, prompts: Sequence[Sequence[int]], budgets: Seque
                                                                                       longest, **config))
     out: dict[str, list[int]] = {}
     with contextlib.ExitStack() as stack:  # on the way out: stop the thread, free the cache, restore attention
-        stack.enter_context(_library_log_quiet())
+        # the continuous-batching logger logs a failed loop's whole traceback at ERROR (and a warning for each
+        # stream without an EOS id), where the failure reaches the caller as a StreamError with the library's
+        # message: the user sees one line, not a traceback
+        stack.enter_context(logger_quiet("ContinuousBatchingLogger"))
         if attention == "per_request":
             stack.enter_context(per_request_attention(model))
         stack.callback(manager.destroy)
@@ -106,23 +110,6 @@ def stream_generate(model: Any, prompts: Sequence[Sequence[int]], budgets: Seque
     if len(out) < len(prompts):
         raise StreamError(f"the continuous-batching loop stopped with {len(prompts) - len(out)} requests unanswered")
     return [out[str(k)] for k in range(len(prompts))]
-
-
-@contextlib.contextmanager
-def _library_log_quiet() -> Any:
-    """Within the block, the continuous-batching logger (``ContinuousBatchingLogger``, a plain ``logging``
-    logger) says nothing below CRITICAL: it logs a failed loop's whole traceback at ERROR (and a warning
-    for each stream without an EOS id), where the failure already reaches the caller as a
-    :class:`StreamError` with the library's message, and the user must see one line, not a traceback."""
-    import logging
-
-    log = logging.getLogger("ContinuousBatchingLogger")
-    before = log.level
-    log.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        log.setLevel(before)
 
 
 def _collect(manager: Any, n: int, on_done: Callable[[int], None] | None, timeout_s: float) -> list[Any]:
