@@ -156,6 +156,10 @@ class CachedBackend:
     name = "?"
     #: the torch device it generates on (set by the hf backend; None for the others)
     device: str | None = None
+    #: whether decoding stops where an answer ended at its item's stop strings (:meth:`Item.stop_strings`,
+    #: :class:`auditor.backends.answer_end.AnswerEnd`); otherwise it runs to the EOS or the budget and the answer
+    #: is cut afterwards (the scorer reads the same text either way; ``n_tokens`` counts what was generated)
+    stops_at_answer_end = False
     #: ``base``: adapter answers drafted from the base's (:mod:`auditor.backends.hf.draft`); ``off``: decoded
     draft = "off"
 
@@ -453,11 +457,15 @@ class CachedBackend:
         first: dict[tuple[str, str], Request] = {}
         for r in requests:
             first.setdefault((r.item.id, r.variant), r)
+        plain = self.plain("base")
         for (item_id, variant), r in first.items():
+            key_settings = settings if variant == "base" or self.draft == "off" else drafted
+            if self.stops_at_answer_end and r.item.stop_strings(plain):
+                # decoding stopped where the answer ended: its text and token count are not a whole budget's
+                key_settings = key_settings | {"stopped_at": list(r.item.stop_strings(plain))}
             p.keys[(item_id, variant)] = generation_key(
                 base=self.base_digest, adapter=self._adapter_key(variant), messages=r.item.messages,
-                max_new_tokens=r.item.max_new_tokens, rendered=rendered[(item_id, variant)],
-                settings=settings if variant == "base" or self.draft == "off" else drafted)
+                max_new_tokens=r.item.max_new_tokens, rendered=rendered[(item_id, variant)], settings=key_settings)
         hits = p.cache.get_entries([(p.keys[k], k[1]) for k in first])  # one round trip on an object store
         for (item_id, variant), r, hit in zip(first, first.values(), hits):
             if hit is not None:

@@ -64,14 +64,19 @@ class Item:
         lead = [m for m in self.messages[:1] if m.get("role") == "system"]  # a system message stays first
         return [*lead, *shots, *self.messages[len(lead):]]
 
+    def stop_strings(self, plain: bool) -> tuple[str, ...]:
+        """The strings at which an answer ends (:attr:`until`) where :attr:`fewshot` applies (as :meth:`turns`:
+        ``plain``, or :attr:`fewshot_always`); empty otherwise, and the answer runs to its EOS or its budget."""
+        return self.until if self.until and self.fewshot and (plain or self.fewshot_always) else ()
+
     def answer(self, text: str, plain: bool) -> str:
-        """The answer the scorer reads of a generated ``text``: ``text`` itself, or, where :attr:`fewshot`
-        applies (as :meth:`turns`), its text from the first non-blank character up to the first of
-        :attr:`until`."""
-        if not self.until or not self.fewshot or not (plain or self.fewshot_always):
+        """The answer the scorer reads of a generated ``text``: ``text`` itself, or, where :meth:`stop_strings`
+        are given, its text from the first non-blank character up to the first of them."""
+        stops = self.stop_strings(plain)
+        if not stops:
             return text
         text = text.lstrip()
-        ends = [k for k in (text.find(s) for s in self.until) if k >= 0]
+        ends = [k for k in (text.find(s) for s in stops) if k >= 0]
         return text[:min(ends)] if ends else text
 
 

@@ -337,6 +337,39 @@ def test_continuous_batching_gives_static_generate_s_answers_in_fp32(base_model)
     assert streams.settings()["batching"] == "continuous" and "batching" not in static.settings()
 
 
+def test_an_answer_shown_worked_examples_stops_where_it_ends_on_both_engine_paths(base_model, tmp_path):
+    """An item with worked examples and stop strings (lm-eval's ``until``) is decoded only until its answer ended:
+    the text the scorer reads is the whole budget's answer cut at the first stop string, on the continuous path
+    (decoded, and drafted from the base's answer) and the static path alike, with fewer tokens generated, and such
+    answers are cached apart from whole-budget ones."""
+    import dataclasses
+
+    shots = ({"role": "user", "content": "What is 1 + 1?"}, {"role": "assistant", "content": "1 + 1 = 2. Done."})
+    whole = [dataclasses.replace(it, max_new_tokens=16, fewshot=shots, fewshot_always=True) for it in _items(2)]
+    stopped = [dataclasses.replace(it, until=(".",)) for it in whole]
+    by_id = {it.id: it for it in stopped}
+
+    def run(backend, items, variants=("base", "adapter")):
+        return {(g.item_id, g.variant): g for g in backend.generate([Request(item=i, variant=v) for i in items
+                                                                      for v in variants])}
+
+    streams = _backend(base_model, TERSE, GenerationCache(None), batching="continuous", mix_variants=False)
+    want = run(streams, whole)
+    cut = {k: by_id[k[0]].answer(g.text, plain=False) for k, g in want.items()}
+    assert any(c != want[k].text for k, c in cut.items())  # the stop strings end some answers before the budget
+    static = _backend(base_model, TERSE, GenerationCache(tmp_path), batching="static", mix_variants=False)
+    for path, backend in (("continuous", streams), ("static", static), ("drafted", streams)):
+        backend.draft = "base" if path == "drafted" else backend.draft
+        got = run(backend, stopped)
+        assert {k: g.text for k, g in got.items()} == cut, path
+        assert all(got[k].n_tokens <= want[k].n_tokens for k in got)
+        assert sum(g.n_tokens for g in got.values()) < sum(g.n_tokens for g in want.values()), path
+    assert streams.drafts[0]["drafted"] == len(stopped)
+    # the same items without stop strings are not served the stopped answers
+    run(static, whole, ("base",))
+    assert static.cache.stats.misses.get("base") == len(whole) + len(stopped)
+
+
 def test_the_slot_sweep_measures_decoding_and_chooses_the_fewest_near_the_best(base_model):
     from collections import Counter
 

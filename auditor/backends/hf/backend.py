@@ -20,6 +20,7 @@ from ...cache import GenerationCache
 from ...errors import AuditInputError
 from ...records import BaseModel, Generation, Item, Request, Variant
 from ...util.versions import versions
+from ..answer_end import AnswerEnd
 from ..base import CachedBackend, encode_pair, tokens_read
 from .adapters import as_the_tensors_say as _as_the_tensors_say
 from .adapters import base_vocabulary_only as _base_vocabulary_only
@@ -82,6 +83,7 @@ class HFBackend(CachedBackend):
     """
 
     name = "hf"
+    stops_at_answer_end = True
 
     def __init__(self, base_path: Path, adapters: Sequence[Variant] = (), batch_size: int | str = 24,
                  dtype: str = "float32", cache: GenerationCache | None = None, base_digest: str = "",
@@ -268,15 +270,20 @@ class HFBackend(CachedBackend):
                 "slots": None if self.slots_choice is None else self.slots_choice.as_dict()}
 
     def _generate_batch(self, prompts: list[str], max_new_tokens: int, variants: list[str] | None = None,
-                        adapter_names: list[str] | None = None) -> list[tuple[str, int]]:
+                        adapter_names: list[str] | None = None,
+                        ends: Sequence[AnswerEnd | None] | None = None) -> list[tuple[str, int]]:
         """One greedy ``generate`` call; ``variants``: the variant of each row (its tokenizer, and
-        whether it may generate an adapter's added tokens; default all ``base``)."""
+        whether it may generate an adapter's added tokens; default all ``base``); ``ends``: where each row's answer
+        ends at its stop strings (the row stops there, :class:`_AnswersEnded`, and is cut there), None for none."""
         torch = self.torch
-        from transformers import LogitsProcessorList
+        from transformers import LogitsProcessorList, StoppingCriteriaList
 
         variants = variants or ["base"] * len(prompts)
+        ends = ends or [None] * len(prompts)
         enc = self._encode(prompts, variants)
         extra: dict[str, Any] = {"adapter_names": adapter_names} if adapter_names is not None else {}
+        if any(e is not None for e in ends):
+            extra["stopping_criteria"] = StoppingCriteriaList([_AnswersEnded(ends, enc["input_ids"].shape[1])])
         if self.resize is not None:
             rows = [k for k, v in enumerate(variants) if v not in self.vocab_resize]
             if rows:
@@ -287,8 +294,9 @@ class HFBackend(CachedBackend):
                 **enc, max_new_tokens=max_new_tokens, do_sample=False, temperature=None, top_p=None, top_k=None,
                 pad_token_id=self.tokenizer.pad_token_id, **extra,
             )
-        new = out[:, enc["input_ids"].shape[1]:]
-        return [self._decode(row, v) for row, v in zip(new.tolist(), variants)]
+        new = out[:, enc["input_ids"].shape[1]:].tolist()
+        cuts = [None if e is None else AnswerEnd(e.decode, e.stops)(row) for row, e in zip(new, ends)]
+        return [self._decode(row if n is None else row[:n], v) for row, n, v in zip(new, cuts, variants)]
 
     def _generate_rows(self, rows: list[tuple[Item, str]], prompts: list[str]) -> list[tuple[str, int]]:
         """Generate one batch whose rows may belong to different variants.
@@ -304,12 +312,13 @@ class HFBackend(CachedBackend):
         budget = rows[0][0].max_new_tokens
         variants = sorted({v for _, v in rows})
         row_variants = [v for _, v in rows]
+        ends = [self._answer_end(it, v) for it, v in rows]
         if not self.adapters:
-            return self._generate_batch(prompts, budget, row_variants)
+            return self._generate_batch(prompts, budget, row_variants, ends=ends)
         if len(variants) > 1 and self.mix_variants:
             try:
                 return self._generate_batch(prompts, budget, row_variants,
-                                            ["__base__" if v == "base" else v for v in row_variants])
+                                            ["__base__" if v == "base" else v for v in row_variants], ends)
             except (ValueError, TypeError, NotImplementedError):
                 self.mix_variants = False
                 self.reload()
@@ -317,12 +326,13 @@ class HFBackend(CachedBackend):
         for variant in variants:
             idx = [k for k, (_, v) in enumerate(rows) if v == variant]
             sub = [prompts[k] for k in idx]
+            sub_ends = [ends[k] for k in idx]
             if variant == "base":
                 with self.model.disable_adapter():
-                    res = self._generate_batch(sub, budget, [variant] * len(sub))
+                    res = self._generate_batch(sub, budget, [variant] * len(sub), ends=sub_ends)
             else:
                 self.model.set_adapter(variant)
-                res = self._generate_batch(sub, budget, [variant] * len(sub))
+                res = self._generate_batch(sub, budget, [variant] * len(sub), ends=sub_ends)
             out.update(zip(idx, res))
         return [out[k] for k in range(len(rows))]
 
@@ -500,18 +510,23 @@ class HFBackend(CachedBackend):
             else:
                 verified = self._verify_drafts(p, items, ids, variant, config)
         prefix = [[] if v is None else v.row for v in verified]
+        # an item shown worked examples: its answer ends at a stop string, and decoding stops there
+        ends = [self._answer_end(it, variant) for it in items]
         rows: list[list[int] | None] = [None] * len(items)
         todo = []
         for k, v in enumerate(verified):
-            if v is not None and v.done:
-                rows[k] = v.row
+            end = ends[k]
+            cut = None if v is None or end is None else end(v.row)  # (within the accepted draft)
+            if v is not None and (v.done or cut is not None):
+                rows[k] = v.row if cut is None else v.row[:cut]
                 advance(1)
             else:
                 todo.append(k)
         slots = self._slots(len(todo)) if todo else 1
         out = stream_generate(self.model, [ids[k] + prefix[k] for k in todo],
                               [items[k].max_new_tokens - len(prefix[k]) for k in todo], slots=slots,
-                              generation_config=config, on_done=advance)
+                              generation_config=config, on_done=advance,
+                              ends=[None if (end := ends[k]) is None else _after(prefix[k], end) for k in todo])
         for k, row in zip(todo, out):
             rows[k] = prefix[k] + row
         tokens = 0
@@ -521,6 +536,15 @@ class HFBackend(CachedBackend):
             tokens += n
             self._record(p, it, variant, text, n, answer)
         return min(slots, len(todo)), tokens
+
+    def _answer_end(self, item: Item, variant: str) -> AnswerEnd | None:
+        """Where ``item``'s answer under ``variant`` ends at its stop strings (:meth:`Item.stop_strings`), or None
+        where it runs to its EOS or budget."""
+        stops = item.stop_strings(self.plain("base"))
+        if not stops:
+            return None
+        tok = self.tokenizer_for(variant)
+        return AnswerEnd(lambda row: tok.decode(row, skip_special_tokens=True), stops)
 
     @staticmethod
     def _eos_ids(config: Any) -> set[int]:
@@ -599,3 +623,32 @@ class HFBackend(CachedBackend):
         if self.slots_choice is None:
             self.slots_choice = best_slots(self.model, self.dtype, self.device)
         return self.slots_choice.slots
+
+
+def _after(prefix: list[int], end: AnswerEnd) -> Callable[[list[int]], int | None]:
+    """``end`` of an answer decoded on from ``prefix`` (a verified draft), as a function of the new tokens alone
+    (the length among them at which the answer ended)."""
+    def new_tokens_end(tokens: list[int]) -> int | None:
+        n = end(prefix + tokens)
+        return None if n is None else n - len(prefix)
+    return new_tokens_end
+
+
+class _AnswersEnded:
+    """A ``StoppingCriteria`` for one static ``generate`` call (transformers' documented interface: called with
+    the batch's token ids after each step, it returns one bool per row): a row is done once its answer ended at
+    its stop strings (its :class:`AnswerEnd`; rows without one never stop here)."""
+
+    def __init__(self, ends: Sequence[AnswerEnd | None], prompt_len: int) -> None:
+        self.ends = [None if e is None else AnswerEnd(e.decode, e.stops) for e in ends]
+        self.prompt_len = prompt_len
+        self.done = [False] * len(ends)
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        rows = input_ids[:, self.prompt_len:].tolist()
+        for k, (row, end) in enumerate(zip(rows, self.ends)):
+            if end is not None and not self.done[k]:
+                self.done[k] = end(row) is not None
+        return torch.tensor(self.done, dtype=torch.bool, device=input_ids.device)

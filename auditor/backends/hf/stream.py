@@ -60,6 +60,7 @@ class StreamError(RuntimeError):
 
 def stream_generate(model: Any, prompts: Sequence[Sequence[int]], budgets: Sequence[int], *, slots: int,
                     generation_config: Any, on_done: Callable[[int], None] | None = None,
+                    ends: Sequence[Callable[[list[int]], int | None] | None] | None = None,
                     timeout_s: float = 1.0, attention: str = "per_request", **config: Any) -> list[list[int]]:
     """Greedy answers to ``prompts`` (token ids) through one continuous-batching stream.
 
@@ -71,13 +72,18 @@ def stream_generate(model: Any, prompts: Sequence[Sequence[int]], budgets: Seque
         slots: requests decoded at once (``max_requests_per_batch``).
         generation_config: greedy settings and the EOS ids (``do_sample=False``).
         on_done: called with 1 each time a request ends (a progress bar).
+        ends: per prompt, None or a function of its new tokens so far giving the length at which its answer
+            ended (:class:`auditor.backends.answer_end.AnswerEnd`), or None while it goes on: such a request is
+            streamed token by token (``add_request(streaming=True)``), its answer kept up to that length and the
+            request cancelled (``cancel_request``); the kept tokens do not depend on when the cancellation lands.
         timeout_s: how long one wait for a result lasts before the library's thread is checked for life.
         attention: ``"per_request"`` (:mod:`auditor.backends.hf.attention`: each request attends over its own
             keys) or ``"library"`` (transformers' ``sdpa`` over the step's dense block-diagonal mask).
         config: passed to :func:`stream_config`.
 
     Returns:
-        Each prompt's new tokens, in the order given, EOS included where it was generated.
+        Each prompt's new tokens, in the order given, EOS included where it was generated (cut where ``ends``
+        found its answer's end).
 
     Raises:
         StreamError: the library failed a request or its thread stopped before every request ended.
@@ -88,7 +94,6 @@ def stream_generate(model: Any, prompts: Sequence[Sequence[int]], budgets: Seque
     manager = model.init_continuous_batching(generation_config=generation_config,
                                              continuous_batching_config=stream_config(min(slots, len(prompts)),
                                                                                       longest, **config))
-    out: dict[str, list[int]] = {}
     with contextlib.ExitStack() as stack:  # on the way out: stop the thread, free the cache, restore attention
         # the continuous-batching logger logs a failed loop's whole traceback at ERROR (and a warning for each
         # stream without an EOS id), where the failure reaches the caller as a StreamError with the library's
@@ -101,29 +106,45 @@ def stream_generate(model: Any, prompts: Sequence[Sequence[int]], budgets: Seque
         release_thread_pool()  # (the warm-up ran the model here: the library's thread gets the cores)
         manager.start()
         stack.callback(manager.stop, block=True)
+        ends = ends or [None] * len(prompts)
         for k, (ids, budget) in enumerate(zip(prompts, budgets)):
-            manager.add_request(list(ids), request_id=str(k), max_new_tokens=int(budget))
-        for r in _collect(manager, len(prompts), on_done, timeout_s):
-            if r.error:
-                raise StreamError(f"continuous batching failed a request: {' '.join(str(r.error).split())[:200]}")
-            out[r.request_id] = list(r.generated_tokens)
+            manager.add_request(list(ids), request_id=str(k), max_new_tokens=int(budget),
+                                streaming=ends[k] is not None)
+        out = _collect(manager, {str(k): end for k, end in enumerate(ends) if end is not None}, len(prompts),
+                       on_done, timeout_s)
     if len(out) < len(prompts):
         raise StreamError(f"the continuous-batching loop stopped with {len(prompts) - len(out)} requests unanswered")
     return [out[str(k)] for k in range(len(prompts))]
 
 
-def _collect(manager: Any, n: int, on_done: Callable[[int], None] | None, timeout_s: float) -> list[Any]:
-    """The finished results of ``n`` requests from the library's generation thread, fewer where the thread
-    stopped first (:func:`stream_generate` reports the requests left unanswered)."""
-    results: list[Any] = []
-    while len(results) < n:
+def _collect(manager: Any, ends: dict[str, Callable[[list[int]], int | None]], n: int,
+             on_done: Callable[[int], None] | None, timeout_s: float) -> dict[str, list[int]]:
+    """The new tokens of ``n`` requests from the library's generation thread (fewer where the thread stopped
+    first: :func:`stream_generate` reports the requests left unanswered). A request in ``ends`` streams its
+    tokens: it is done, cut and cancelled, at the length its function gives; outputs that reach the queue after
+    that are dropped.
+
+    Raises:
+        StreamError: the library failed a request.
+    """
+    out: dict[str, list[int]] = {}
+    while len(out) < n:
         r = manager.get_result(timeout=timeout_s)
         if r is None:
             if not manager.is_running():
                 break
             continue
-        if r.is_finished():
-            results.append(r)
-            if on_done is not None:
-                on_done(1)
-    return results
+        if r.request_id in out:
+            continue
+        if r.error:
+            raise StreamError(f"continuous batching failed a request: {' '.join(str(r.error).split())[:200]}")
+        tokens = list(r.generated_tokens)
+        end = ends[r.request_id](tokens) if r.request_id in ends else None
+        if end is None and not r.is_finished():
+            continue
+        out[r.request_id] = tokens if end is None else tokens[:end]
+        if end is not None and not r.is_finished():
+            manager.cancel_request(r.request_id)
+        if on_done is not None:
+            on_done(1)
+    return out
