@@ -8,7 +8,7 @@ from typing import Any
 
 from ..errors import AuditInputError
 from ..records import LETTERS, Item
-from .specs import CapabilitySpec, TargetFn
+from .specs import CapabilitySpec, TargetFn, fill_template
 
 
 def format_options(choices: list[str]) -> str:
@@ -102,13 +102,8 @@ def item_from_row(cap: CapabilitySpec, row: Any, src: Path | str, lineno: int | 
     own_contexts = row.get("contexts") if output_type == "multiple_choice" else None
     if isinstance(own_contexts, list) and own_contexts and "context" not in fields:
         fields["context"] = own_contexts[0]  # (each is filled in below)
-    try:
-        local = local_id(row)
-        content = template.format(**fields)
-    except KeyError as e:
-        raise AuditInputError(src, f"{at(lineno)}: field {e} needed by the prompt template is missing") from None
-    except (IndexError, ValueError, AttributeError) as e:
-        raise AuditInputError(src, f"{at(lineno)}: prompt template {template!r} cannot be filled ({e})") from None
+    local = local_id(row)
+    content = fill_template(template, fields, src, at(lineno))
     history = row.get("history", [])
     if not isinstance(history, list) or not all(
             isinstance(m, dict) and set(m) == {"role", "content"} and m["role"] in ("user", "assistant")
@@ -125,10 +120,7 @@ def item_from_row(cap: CapabilitySpec, row: Any, src: Path | str, lineno: int | 
         own = row.get("contexts")
         choices = row.get("choices")
         if isinstance(own, list) and all(isinstance(c, str) for c in own):
-            try:
-                contexts = [template.format(**{**fields, "context": c}) for c in own]
-            except (KeyError, IndexError, ValueError, AttributeError) as e:
-                raise AuditInputError(src, f"{at(lineno)}: prompt template {template!r} cannot be filled ({e})") from None
+            contexts = [fill_template(template, {**fields, "context": c}, src, at(lineno)) for c in own]
             content = contexts[0] if len(set(contexts)) == 1 else "\n".join(dict.fromkeys(contexts))
         else:
             contexts = [content] * (len(choices) if isinstance(choices, list) else 0)

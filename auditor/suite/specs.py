@@ -15,6 +15,21 @@ from ..records import MetricSpec
 TargetFn = Callable[[dict], dict]
 
 
+def fill_template(template: str, fields: Mapping[str, Any], where: str | Path, at: str) -> str:
+    """``template`` filled with ``fields`` (``str.format``; :func:`check_prompt_template` admits plain names only).
+
+    Raises:
+        AuditInputError: one line naming ``where`` (the file) and ``at`` (the line or key path): a field the
+            template needs is missing, or the template cannot be filled.
+    """
+    try:
+        return template.format(**fields)
+    except KeyError as e:
+        raise AuditInputError(where, f"{at}: field {e} needed by the prompt template is missing") from None
+    except (IndexError, ValueError, AttributeError) as e:
+        raise AuditInputError(where, f"{at}: prompt template {template!r} cannot be filled ({e})") from None
+
+
 class SuiteScorer(Protocol):
     """What the suite stage reads of a scorer (:class:`auditor.scorers.Scorer` is one): the name a
     manifest's ``scorer:`` gives, the metrics it reports, and the check of an item row's gold data."""
@@ -103,14 +118,7 @@ class CapabilitySpec:
             if not all(isinstance(key, str) for key in sample):
                 raise AuditInputError(manifest, f"capabilities.{k}.fewshot.samples.{j}: its keys must be text (the "
                                                 "prompt template's field names and response)")
-            try:
-                question = template.format(**sample)
-            except KeyError as e:
-                raise AuditInputError(manifest, f"capabilities.{k}.fewshot.samples.{j}: field {e} needed by the "
-                                                "prompt template is missing") from None
-            except (IndexError, ValueError, AttributeError) as e:
-                raise AuditInputError(manifest, f"capabilities.{k}.fewshot.samples.{j}: prompt template "
-                                                f"{template!r} cannot be filled ({e})") from None
+            question = fill_template(template, sample, manifest, f"capabilities.{k}.fewshot.samples.{j}")
             turns += [{"role": "user", "content": question}, {"role": "assistant", "content": sample["response"]}]
         return cls(k, cap["name"], cap["group"], cap["scorer"], SourceSpec.from_manifest(cap["source"]),
                    int(cap.get("max_new_tokens", 0)), template,
