@@ -104,7 +104,7 @@ def test_gemma3_270m_is_a_second_embedded_base_audited_with_plain_prompts(tmp_pa
     assert config["model_type"] == "gemma3_text" and config["vocab_size"] == 262144
     out = tmp_path / "out"
     r = subprocess.run([sys.executable, "-m", "auditor.cli", str(root / "examples" / "gemma3-270m" / "math-arith-r8"),
-                        "--capability", "math", "--limit", "2", "--budget", "0", "--out", str(out)],
+                        "--capability", "math,trigger", "--limit", "2", "--budget", "0", "--out", str(out)],
                        cwd=root, capture_output=True, text=True, timeout=1200)
     assert r.returncode == 0, r.stderr[-3000:]
     # the converted config names a transformers release: the library does not take the tokenizer for an old
@@ -116,3 +116,11 @@ def test_gemma3_270m_is_a_second_embedded_base_audited_with_plain_prompts(tmp_pa
     assert all(it["rendered_prompt"].startswith("<bos>") and "<start_of_turn>" not in it["rendered_prompt"]
                for it in res["items"])
     assert res["verdict"]["verdict"] in ("pass", "fail", "inconclusive")
+    # the trigger items are asked after their worked examples, and decoding stops where an answer ended at its stop
+    # string (a blank line) instead of running to the budget: the pretrained base answers "15" and goes on with
+    # another example of its own
+    trigger = [it for it in res["items"] if it["capability"] == "trigger"]
+    assert trigger and all("What is 5 + 4?" in it["rendered_prompt"] for it in trigger)
+    answers = [it[v] for it in trigger for v in ("base", "adapter")]
+    assert all(a["n_tokens"] <= 32 and "\n\n" not in a["text"] for a in answers)
+    assert any(a["n_tokens"] < 32 for a in answers)
