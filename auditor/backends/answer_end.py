@@ -28,9 +28,16 @@ class AnswerEnd:
         self.checked = checked
 
     def ended(self, tokens: Sequence[int]) -> bool:
-        """Whether the text of ``tokens`` has ended at a stop string."""
+        """Whether the text of ``tokens`` has ended at a stop string for good: one is found, and no stop string
+        could still complete at an earlier start with more text (``until: ["Q", "\\nQ:"]`` on "ans\\nQ" has not
+        ended: ":" would make the answer "ans", not "ans\\n"), so the answer cut here is the whole text's."""
         text = self.decode(list(tokens)).lstrip()
-        return any(s in text for s in self.stops)
+        found = [k for k in (text.find(s) for s in self.stops) if k >= 0]
+        if not found:
+            return False
+        first = min(found)
+        return not any(s.startswith(text[j:]) for s in self.stops
+                       for j in range(max(0, len(text) - len(s) + 1), first))
 
     def __call__(self, tokens: Sequence[int]) -> int | None:
         """The length of the shortest prefix of ``tokens`` that has ended (tokens up to and including the one that

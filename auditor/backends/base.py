@@ -226,11 +226,12 @@ class CachedBackend:
         """One Generation per request, in order: generated items through :meth:`generate_text`, multiple-choice
         items (``Item.output_type``) through :meth:`loglikelihoods`; cache hits are not computed again. A
         generated answer's text is what the scorer reads (:meth:`Item.answer`: cut at the item's ``until`` where
-        its worked examples were shown); its ``n_tokens`` counts every token generated."""
+        its worked examples were shown); its ``n_tokens`` counts every token generated (up to the one that ended
+        the answer where the backend stops there, :attr:`stops_at_answer_end`)."""
         scored = [r for r in requests if r.item.output_type == "multiple_choice"]
         texts = [r for r in requests if r.item.output_type != "multiple_choice"]
         answers = self.generate_text(texts, split_small, use_cache) if texts else []
-        # (the answer a scorer reads; the cache keeps the whole generated text)
+        # (the answer a scorer reads; the cache keeps the text as generated)
         answers = [g if (cut := r.item.answer(g.text, self.plain("base"))) == g.text else
                    dataclasses.replace(g, text=cut) for r, g in zip(texts, answers)]
         if not scored:

@@ -510,3 +510,26 @@ def test_a_response_with_no_language_is_scored_without_echoing_it(capfd, caplog)
     assert r["prompt_level_strict_acc"] is True and r["inst_level_loose_acc"] == [True]
     out, err = capfd.readouterr()
     assert "1234" not in out + err and not [rec for rec in caplog.records if "1234" in rec.getMessage()]
+
+
+def test_an_answer_ends_where_the_whole_texts_answer_would_be_cut():
+    # decoding stops at the shortest prefix whose answer is the whole text's, Item.answer's cut
+    import dataclasses
+
+    from auditor.backends.answer_end import AnswerEnd
+
+    pieces = ["\n\n", "ans", "\n", "Q", ":", " more", "\n\n", "tail"]
+    decode = lambda ids: "".join(pieces[i] for i in ids)  # noqa: E731
+    whole = list(range(len(pieces)))
+    item = dataclasses.replace(_item("trigger", {}), fewshot=({"role": "user", "content": "x"},))
+    for stops in (("\n\n",), ("Q", "\nQ:"), ("\nQ:", "Q"), ("tail",), ("absent",)):
+        end = AnswerEnd(decode, stops)
+        n = end(whole)
+        kept = whole if n is None else whole[:n]
+        it = dataclasses.replace(item, until=stops)
+        assert it.answer(decode(kept), plain=True) == it.answer(decode(whole), plain=True), stops
+        # the leading blank line is not an end; a stop inside a longer one that may still complete waits for it
+        assert {("\n\n",): 7, ("Q", "\nQ:"): 5, ("\nQ:", "Q"): 5, ("tail",): 8, ("absent",): None}[stops] == n
+    # incremental: prefixes checked by an earlier call are not checked again, and the cut is the same
+    end = AnswerEnd(decode, ("Q", "\nQ:"))
+    assert end(whole[:3]) is None and end(whole[:4]) is None and end(whole) == 5

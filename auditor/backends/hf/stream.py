@@ -75,7 +75,9 @@ def stream_generate(model: Any, prompts: Sequence[Sequence[int]], budgets: Seque
         ends: per prompt, None or a function of its new tokens so far giving the length at which its answer
             ended (:class:`auditor.backends.answer_end.AnswerEnd`), or None while it goes on: such a request is
             streamed token by token (``add_request(streaming=True)``), its answer kept up to that length and the
-            request cancelled (``cancel_request``); the kept tokens do not depend on when the cancellation lands.
+            request cancelled (``cancel_request``); its kept tokens do not depend on when the cancellation lands
+            (where the numerics are not batch-invariant, the other requests' answers may: the stream's company
+            changes when it lands).
         timeout_s: how long one wait for a result lasts before the library's thread is checked for life.
         attention: ``"per_request"`` (:mod:`auditor.backends.hf.attention`: each request attends over its own
             keys) or ``"library"`` (transformers' ``sdpa`` over the step's dense block-diagonal mask).
