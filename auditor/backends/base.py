@@ -158,7 +158,8 @@ class CachedBackend:
     device: str | None = None
     #: whether decoding stops where an answer ended at its item's stop strings (:meth:`Item.stop_strings`,
     #: :class:`auditor.backends.answer_end.AnswerEnd`); otherwise it runs to the EOS or the budget and the answer
-    #: is cut afterwards (the scorer reads the same text either way; ``n_tokens`` counts what was generated)
+    #: is cut afterwards (the scorer reads the same text either way where answers are batch-invariant;
+    #: ``n_tokens`` counts what was generated)
     stops_at_answer_end = False
     #: ``base``: adapter answers drafted from the base's (:mod:`auditor.backends.hf.draft`); ``off``: decoded
     draft = "off"

@@ -543,8 +543,7 @@ class HFBackend(CachedBackend):
         stops = item.stop_strings(self.plain("base"))
         if not stops:
             return None
-        tok = self.tokenizer_for(variant)
-        return AnswerEnd(lambda row: tok.decode(row, skip_special_tokens=True), stops)
+        return AnswerEnd(lambda row: self._decode(row, variant)[0], stops)  # (the stored answer's own decoding)
 
     @staticmethod
     def _eos_ids(config: Any) -> set[int]:
