@@ -6,9 +6,10 @@ Run from the repository root, alone on the machine::
 
 The builtin suite's first ``--prompts`` generated prompts (IFEval, math, over-refusal, verbosity,
 abstention; 64 new tokens each, EOS on) through one continuous-batching
-stream of the embedded base at 96, 24, 8 and 3 slots, in each dtype, with torch's plain linear layers and with
-:class:`auditor.backends.hf.invariant.FixedRowsLinear` in their place (what an audit runs on the CPU), one
-after the other in one process. Prints, for each, the answers that differ from the first slot count's, the
+stream of the embedded base at 96, 24, 8 and 3 slots, in each dtype, with torch's plain linear layers, with
+:class:`auditor.backends.hf.invariant.FixedRowsLinear` in their place padding every last block to a full one, and
+with it as an audit runs it on the CPU (short last blocks where they give a full block's bits), one after the
+other in one process. Prints, for each, the answers that differ from the first slot count's, the
 token where each diverges, and each stream's seconds (benchmarks/RESULTS.md, "bench_invariance.py").
 """
 
@@ -37,6 +38,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--prompts", type=int, default=96)
     ap.add_argument("--dtype", nargs="+", default=["bfloat16", "float32"])
+    ap.add_argument("--variants", nargs="+", default=["plain linear", "fixed rows, full blocks only", "fixed rows"],
+                    help="the linear layers compared: 'plain linear' (torch's), 'fixed rows, full blocks only' (every "
+                         "last block padded to ROWS rows), 'fixed rows' (short last blocks where they give the same "
+                         "bits: what an audit runs)")
     args = ap.parse_args()
     path = str(resolve_base(None).path)
     tok = AutoTokenizer.from_pretrained(path)
@@ -48,9 +53,15 @@ def main() -> None:
         plain = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype)).eval()
         fixed = copy.deepcopy(plain)
         make_batch_invariant(fixed)
+        full_blocks = copy.deepcopy(plain)
+        make_batch_invariant(full_blocks, use_short_blocks=False)
         config = GenerationConfig(do_sample=False, eos_token_id=plain.generation_config.eos_token_id,
                                   pad_token_id=tok.pad_token_id, max_new_tokens=64)
-        for name, model in (("plain linear", plain), ("fixed rows", fixed)):
+        answers = {}
+        for name, model in (("plain linear", plain), ("fixed rows, full blocks only", full_blocks),
+                            ("fixed rows", fixed)):
+            if name not in args.variants:
+                continue
             outs, secs = {}, {}
             for slots in SLOTS:
                 t0 = time.perf_counter()
@@ -65,6 +76,12 @@ def main() -> None:
                 print(f"  {slots} slots: {len(changed)} of {len(ref)} answers differ from {SLOTS[0]} slots'"
                       + "".join(f"; prompt {j} from token {t}" for j, t in changed[:8])
                       + ("; …" if len(changed) > 8 else ""), flush=True)
+            answers[name] = outs
+        if {"fixed rows", "fixed rows, full blocks only"} <= answers.keys():
+            same = sum(a == b for s in SLOTS for a, b in zip(answers["fixed rows"][s],
+                                                            answers["fixed rows, full blocks only"][s]))
+            print(f"  fixed rows with short blocks vs full blocks only: {same} of {len(SLOTS) * len(prompts)} "
+                  "answers identical", flush=True)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from auditor.backends.hf.invariant import ROWS, FixedRowsLinear, make_batch_invariant
+from auditor.backends.hf.invariant import ROWS, SHORT_BLOCKS, FixedRowsLinear, make_batch_invariant, short_blocks
 
 pytestmark = pytest.mark.window  # (also run at both ends of the transformers/peft window)
 
@@ -34,6 +34,25 @@ def test_a_row_is_computed_alike_alone_and_among_others(dtype, shape):
         assert linear(three).shape == (3, 20, shape[1])
         tol = 2e-2 if dtype == torch.bfloat16 else 1e-5
         torch.testing.assert_close(linear(three), plain(three), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("shape", [(576, 576), (1536, 576), (576, 49152), (576, 8)])
+def test_a_short_last_block_gives_the_rows_a_full_blocks_bits(dtype, shape):
+    """A step of fewer than ROWS rows is computed at a short block size where this machine's product gives the
+    rows what a full block of ROWS gives them (checked on first use, :func:`short_blocks`): every count of rows
+    from 1 to ROWS - 1, on rows of activations' scale and of a wide range, against one plain ROWS-row product."""
+    torch.manual_seed(1)
+    linear = FixedRowsLinear(*shape, bias=False).to(dtype)
+    assert set(short_blocks(linear.weight.t())) <= set(SHORT_BLOCKS)
+    for x in (torch.randn(ROWS, shape[0]), torch.randn(ROWS, shape[0]) * torch.exp2(torch.randint(-8, 9, (ROWS, 1)))):
+        x = x.to(dtype)
+        full = torch.empty(ROWS, shape[1], dtype=dtype)
+        with torch.inference_mode():
+            torch.matmul(x, linear.weight.t(), out=full)
+            for n in range(1, ROWS):
+                assert torch.equal(linear(x[:n]), full[:n]), n
+                assert torch.equal(linear(x[ROWS - n:]), full[ROWS - n:]), n
 
 
 def test_a_model_and_its_lora_matrices_are_put_in_place_sharing_their_parameters(base_model):

@@ -16,6 +16,14 @@ the company of the rest): in bf16, 49 to 57 of 96 greedy answers of the embedded
 padded with zeros), each block one call of the same product with the same shape, so every row goes through
 the same kernel with the same blocking wherever it sits: a row's result is the same alone, among 3 or
 among 1,024 rows, in bf16 and fp32 (the test ``tests/backends/test_invariant.py`` checks this bit for bit).
+
+A decoding step of a few requests would pay for a whole block: on a 2-core CPU a step of 4 rows cost as much
+as one of 64, three to four times what the 4 rows need. So a last block of fewer rows is padded only up to a
+*short block* size (:data:`SHORT_BLOCKS`) at which this machine's product gives every row the very bits it
+gets in a full block: which sizes do is the kernel's business (on a 2-core AMD EPYC in fp32, 4, 8, 16 and 32
+rows do and 1, 2 and 3 do not; in bf16 every size does), so it is checked, once per weight, dtype and torch
+thread count, on the first product of each weight (:func:`short_blocks`), and a size that does not give the
+same bits is not used. The answers are the full blocks' whatever the sizes found.
 :func:`make_batch_invariant` puts it in place of every ``torch.nn.Linear`` of a model (the projections,
 ``lm_head``, and a loaded PEFT model's LoRA ``A`` / ``B`` matrices) with ``Module.set_submodule``, sharing
 the same parameters (tied weights stay tied). The rest of a decoder step is per row already (norms,
@@ -33,13 +41,76 @@ from typing import Any
 import torch
 
 #: rows per matrix-product call. Any fixed number makes a row's result independent of the batch; the cost is
-#: reading the weights once per block, and padding a step of fewer rows. Measured on a 2-core Xeon (bf16,
+#: reading the weights once per block, and padding a last block of fewer rows (to a short block where one gives
+#: the same bits, :func:`short_blocks`). Measured on a 2-core Xeon (bf16,
 #: 256 prompts, 64 new tokens each, against torch's plain layers): 32 rows cost 31% at 256 slots and 13% at
 #: 32 slots; 128 rows 12% and 38%; 64 rows sits between, for the 128 to 256 slots the throughput sweep picks
 #: and the rounds' smaller streams
 ROWS = 64
-#: how results.json and the answer cache's key name this computation
+#: how results.json and the answer cache's key name this computation (short blocks give a full block's bits)
 NUMERICS = f"fixed_rows/{ROWS}"
+#: the sizes a last block of fewer than :data:`ROWS` rows may be computed at, where they give a full block's bits
+SHORT_BLOCKS = (4, 8, 16, 32)
+#: (weight shape and strides, dtype, device, torch threads) -> the short block sizes checked to give a full block's bits
+_SHORT: dict[tuple[Any, ...], tuple[int, ...]] = {}
+
+
+def short_blocks(weight_t: torch.Tensor) -> tuple[int, ...]:
+    """The sizes of :data:`SHORT_BLOCKS` at which ``rows @ weight_t`` gives every row the bits it gets in a block
+    of :data:`ROWS` rows, on this machine with the calling thread's torch thread count; checked on the first call
+    for a weight's shape, strides, dtype and device, then remembered.
+
+    The check multiplies probes (:func:`_probes`) by a weight of the same shape, strides and dtype (the kernel's
+    choice depends on them, not on the values), as :meth:`FixedRowsLinear.forward` calls the product, rows taken
+    from the start and from the end of a full block.
+
+    Args:
+        weight_t: the transposed weight, ``[in_features, out_features]``, as the forward pass multiplies by it.
+    """
+    key = (tuple(weight_t.shape), weight_t.stride(), weight_t.dtype, weight_t.device.type, torch.get_num_threads())
+    if key not in _SHORT:
+        good = set(SHORT_BLOCKS)
+        with torch.no_grad():
+            for rows, values in _probes(weight_t):
+                weight = torch.empty_strided(weight_t.shape, weight_t.stride(), dtype=weight_t.dtype,
+                                             device=weight_t.device)
+                weight.copy_(values)
+                full = rows.new_empty(ROWS, weight_t.shape[1])
+                torch.matmul(rows, weight, out=full)
+                for size in sorted(good):
+                    for first in (0, ROWS - size):  # rows from the start and from the end of the full block
+                        part = rows.new_empty(size, weight_t.shape[1])
+                        torch.matmul(rows[first:first + size], weight, out=part)
+                        if not torch.equal(part, full[first:first + size]):
+                            good.discard(size)
+                            break
+        _SHORT[key] = tuple(sorted(good))
+    return _SHORT[key]
+
+
+def _probes(like: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Rows (``[ROWS, in_features]``) and a weight's values (``like``'s shape) of ``like``'s dtype and device, from
+    a fixed seed, that make two kernels' outputs differ where they compute differently:
+
+    * magnitudes spanning 2^-8 to 2^8: the sums cancel, so two summation orders round apart in most outputs, in
+      bf16 as in fp32 (values of one scale, as activations have, leave a bf16 output the same under most
+      reorderings);
+    * small integers: the sums are exact and often fall halfway between two bf16 values, where two ways of
+      rounding the fp32 sum to bf16 part (seen on an AMD EPYC in bf16: a one-row product rounded one output of
+      576 apart from a full block's, on real activations; random values did not show it).
+    """
+    gen = torch.Generator(device=like.device).manual_seed(0)
+    dev = like.device
+
+    def wide(shape: tuple[int, ...]) -> torch.Tensor:
+        scale = torch.exp2(torch.randint(-8, 9, shape, generator=gen, device=dev).float())
+        return (torch.randn(shape, generator=gen, device=dev) * scale).to(like.dtype)
+
+    def integers(shape: tuple[int, ...]) -> torch.Tensor:
+        return torch.randint(-16, 17, shape, generator=gen, device=dev).to(like.dtype)
+
+    rows_shape = (ROWS, like.shape[0])
+    return [(wide(rows_shape), wide(tuple(like.shape))), (integers(rows_shape), integers(tuple(like.shape)))]
 
 
 class FixedRowsLinear(torch.nn.Linear):
@@ -49,10 +120,15 @@ class FixedRowsLinear(torch.nn.Linear):
     output ``[..., out_features]``, as ``torch.nn.Linear``.
     """
 
+    #: a last block of fewer than :data:`ROWS` rows may be computed at a short block size (:func:`short_blocks`);
+    #: False pads it to a full block (the same bits, more work: ``benchmarks/bench_invariance.py`` compares them)
+    use_short_blocks = True
+
     @classmethod
-    def sharing(cls, linear: torch.nn.Linear) -> FixedRowsLinear:
+    def sharing(cls, linear: torch.nn.Linear, use_short_blocks: bool = True) -> FixedRowsLinear:
         """A :class:`FixedRowsLinear` holding ``linear``'s own weight and bias parameters (not copies)."""
         new = cls(linear.in_features, linear.out_features, bias=False, device="meta")
+        new.use_short_blocks = use_short_blocks
         new.weight = linear.weight
         new.bias = linear.bias
         new.train(linear.training)
@@ -63,10 +139,14 @@ class FixedRowsLinear(torch.nn.Linear):
         n = rows.shape[0]
         if n == 0:
             return torch.nn.functional.linear(x, self.weight, self.bias)
-        padded = -(-n // ROWS) * ROWS
+        weight_t = self.weight.t()
+        full, left = divmod(n, ROWS)
+        # the last block: padded to the smallest short block that gives a full block's bits, else to a full block
+        sizes = short_blocks(weight_t) if left and self.use_short_blocks else ()
+        last = next((size for size in sizes if size >= left), ROWS) if left else 0
+        padded = full * ROWS + last
         if padded != n:
             rows = torch.cat([rows, rows.new_zeros(padded - n, self.in_features)])
-        weight_t = self.weight.t()
         out = rows.new_empty(padded, self.out_features)
         for start in range(0, padded, ROWS):  # (each block written in place: no concatenation)
             torch.matmul(rows[start:start + ROWS], weight_t, out=out[start:start + ROWS])
@@ -75,13 +155,14 @@ class FixedRowsLinear(torch.nn.Linear):
         return out[:n].reshape(*x.shape[:-1], self.out_features)
 
 
-def make_batch_invariant(model: Any) -> int:
+def make_batch_invariant(model: Any, use_short_blocks: bool = True) -> int:
     """Put a :class:`FixedRowsLinear` in place of every plain ``torch.nn.Linear`` of ``model`` (a
     transformers model or a ``PeftModel``), sharing its parameters; returns how many were replaced.
 
     Call it on the base before PEFT attaches adapters (PEFT then wraps the fixed-rows projections) and
-    again after every adapter is loaded (their LoRA ``A`` and ``B`` matrices)."""
+    again after every adapter is loaded (their LoRA ``A`` and ``B`` matrices). ``use_short_blocks=False`` pads
+    every last block to a full one (:attr:`FixedRowsLinear.use_short_blocks`)."""
     names = [name for name, m in model.named_modules() if type(m) is torch.nn.Linear]
     for name in names:
-        model.set_submodule(name, FixedRowsLinear.sharing(model.get_submodule(name)))
+        model.set_submodule(name, FixedRowsLinear.sharing(model.get_submodule(name), use_short_blocks))
     return len(names)
