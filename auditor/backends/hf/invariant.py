@@ -21,9 +21,10 @@ A decoding step of a few requests would pay for a whole block: on a 2-core CPU a
 as one of 64, three to four times what the 4 rows need. So a last block of fewer rows is padded only up to a
 *short block* size (:data:`SHORT_BLOCKS`) at which this machine's product gives every row the very bits it
 gets in a full block: which sizes do is the kernel's business (on a 2-core AMD EPYC in fp32, 4, 8, 16 and 32
-rows do and 1, 2 and 3 do not; in bf16 every size does), so it is checked, once per weight, dtype and torch
-thread count, on the first product of each weight (:func:`short_blocks`), and a size that does not give the
-same bits is not used. The answers are the full blocks' whatever the sizes found.
+rows do and 1, 2 and 3 do not), so it is checked once per weight shape, dtype and torch thread count, on the
+first product (:func:`short_blocks`), and a size that does not give the same bits is not used. Sizes below 4 are
+not candidates at all: there a one-row bf16 product rounded one ``down_proj`` output in 576 apart from a full
+block's on a real activation, while the probes agreed. The answers are the full blocks' whatever the sizes found.
 :func:`make_batch_invariant` puts it in place of every ``torch.nn.Linear`` of a model (the projections,
 ``lm_head``, and a loaded PEFT model's LoRA ``A`` / ``B`` matrices) with ``Module.set_submodule``, sharing
 the same parameters (tied weights stay tied). The rest of a decoder step is per row already (norms,
@@ -96,8 +97,10 @@ def _probes(like: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
       bf16 as in fp32 (values of one scale, as activations have, leave a bf16 output the same under most
       reorderings);
     * small integers: the sums are exact and often fall halfway between two bf16 values, where two ways of
-      rounding the fp32 sum to bf16 part (seen on an AMD EPYC in bf16: a one-row product rounded one output of
-      576 apart from a full block's, on real activations; random values did not show it).
+      rounding the fp32 sum to bf16 part.
+
+    Probes can miss a difference real values show (the one-row case in the module doc), which is why
+    :data:`SHORT_BLOCKS` starts at 4 rows.
     """
     gen = torch.Generator(device=like.device).manual_seed(0)
     dev = like.device
@@ -142,8 +145,10 @@ class FixedRowsLinear(torch.nn.Linear):
         weight_t = self.weight.t()
         full, left = divmod(n, ROWS)
         # the last block: padded to the smallest short block that gives a full block's bits, else to a full block
-        sizes = short_blocks(weight_t) if left and self.use_short_blocks else ()
-        last = next((size for size in sizes if size >= left), ROWS) if left else 0
+        last = 0
+        if left:
+            sizes = short_blocks(weight_t) if self.use_short_blocks else ()
+            last = next((size for size in sizes if size >= left), ROWS)
         padded = full * ROWS + last
         if padded != n:
             rows = torch.cat([rows, rows.new_zeros(padded - n, self.in_features)])
