@@ -105,6 +105,35 @@ def test_a_failing_forward_is_a_stream_error_and_leaves_the_model_as_it_was(mode
     assert all(0 < len(a) <= 4 for a in again)  # the model streams again
 
 
+def test_a_stream_that_stops_making_progress_is_given_up(model):
+    """A forward that does not return (here: one that takes 3 s, beside a stall limit of 1 s, once the first
+    answer is in) leaves the stream without a forward and without a result: a StreamError, not a wait without
+    end; the model streams again."""
+    import time
+
+    from auditor.backends.hf.stream import StreamError, stream_generate
+
+    m, tok = model
+    state = {"answered": False, "hung": False}
+
+    def hang_once_after_an_answer(*_):
+        if state["answered"] and not state["hung"]:
+            state["hung"] = True
+            time.sleep(3)
+
+    hook = m.register_forward_pre_hook(hang_once_after_an_answer)
+    try:
+        with pytest.raises(StreamError, match=r"made no progress for \d+ s \(no forward pass, no result\) with "
+                                              r"[1-4] requests unanswered"):
+            stream_generate(m, _prompts(tok), [8] * 5, slots=2, generation_config=_config(m, tok, 8),
+                            on_done=lambda _n: state.update(answered=True), timeout_s=0.1, stall_s=1.0)
+    finally:
+        hook.remove()
+    assert state["hung"]
+    again = stream_generate(m, _prompts(tok, 2), [4, 4], slots=2, generation_config=_config(m, tok, 4))
+    assert all(0 < len(a) <= 4 for a in again)
+
+
 def test_a_progress_callback_that_raises_reaches_the_caller(model):
     from auditor.backends.hf.stream import stream_generate
 

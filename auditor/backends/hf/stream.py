@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -39,6 +40,10 @@ from .openmp import release_thread_pool
 PAGE_SIZE = 16
 #: query tokens per forward: prompts are prefilled in chunks of this many tokens beside the decoding rows
 MAX_BATCH_TOKENS = 1024
+#: seconds a stream may go without a forward pass and without an answer before it is given up as stalled (a
+#: forward of the largest model this backend serves on a CPU takes seconds; the library's loop could otherwise
+#: wait forever on a request it never schedules)
+STALL_S = 600.0
 
 
 def stream_config(slots: int, longest: int, page_size: int = PAGE_SIZE, share_prefix: bool = True,
@@ -61,7 +66,8 @@ class StreamError(RuntimeError):
 def stream_generate(model: Any, prompts: Sequence[Sequence[int]], budgets: Sequence[int], *, slots: int,
                     generation_config: Any, on_done: Callable[[int], None] | None = None,
                     ends: Sequence[Callable[[list[int]], int | None] | None] | None = None,
-                    timeout_s: float = 1.0, attention: str = "per_request", **config: Any) -> list[list[int]]:
+                    timeout_s: float = 1.0, stall_s: float = STALL_S, attention: str = "per_request",
+                    **config: Any) -> list[list[int]]:
     """Greedy answers to ``prompts`` (token ids) through one continuous-batching stream.
 
     Args:
@@ -79,6 +85,8 @@ def stream_generate(model: Any, prompts: Sequence[Sequence[int]], budgets: Seque
             (where the numerics are not batch-invariant, the other requests' answers may: the stream's company
             changes when it lands).
         timeout_s: how long one wait for a result lasts before the library's thread is checked for life.
+        stall_s: seconds without a forward pass of the model and without a result after which the stream is
+            given up (:class:`StreamError`).
         attention: ``"per_request"`` (:mod:`auditor.backends.hf.attention`: each request attends over its own
             keys) or ``"library"`` (transformers' ``sdpa`` over the step's dense block-diagonal mask).
         config: passed to :func:`stream_config`.
@@ -88,7 +96,8 @@ def stream_generate(model: Any, prompts: Sequence[Sequence[int]], budgets: Seque
         found its answer's end).
 
     Raises:
-        StreamError: the library failed a request or its thread stopped before every request ended.
+        StreamError: the library failed a request, its thread stopped before every request ended, or the
+            stream made no progress for ``stall_s`` seconds.
     """
     if not prompts:
         return []
@@ -104,6 +113,12 @@ def stream_generate(model: Any, prompts: Sequence[Sequence[int]], budgets: Seque
         if attention == "per_request":
             stack.enter_context(per_request_attention(model))
         stack.callback(manager.destroy)
+        # the stream's sign of life between results: the time of the model's last forward (the module the
+        # library calls; a forward hook is torch's public interface)
+        last_forward = [time.monotonic()]
+        inner = model.get_base_model() if callable(getattr(model, "get_base_model", None)) else model
+        stack.callback(inner.register_forward_pre_hook(lambda *_: last_forward.__setitem__(0, time.monotonic()))
+                       .remove)
         manager.warmup()
         release_thread_pool()  # (the warm-up ran the model here: the library's thread gets the cores)
         manager.start()
@@ -113,29 +128,37 @@ def stream_generate(model: Any, prompts: Sequence[Sequence[int]], budgets: Seque
             manager.add_request(list(ids), request_id=str(k), max_new_tokens=int(budget),
                                 streaming=ends[k] is not None)
         out = _collect(manager, {str(k): end for k, end in enumerate(ends) if end is not None}, len(prompts),
-                       on_done, timeout_s)
+                       on_done, timeout_s, stall_s, lambda: last_forward[0])
     if len(out) < len(prompts):
         raise StreamError(f"the continuous-batching loop stopped with {len(prompts) - len(out)} requests unanswered")
     return [out[str(k)] for k in range(len(prompts))]
 
 
 def _collect(manager: Any, ends: dict[str, Callable[[list[int]], int | None]], n: int,
-             on_done: Callable[[int], None] | None, timeout_s: float) -> dict[str, list[int]]:
+             on_done: Callable[[int], None] | None, timeout_s: float, stall_s: float,
+             last_forward: Callable[[], float]) -> dict[str, list[int]]:
     """The new tokens of ``n`` requests from the library's generation thread (fewer where the thread stopped
     first: :func:`stream_generate` reports the requests left unanswered). A request in ``ends`` streams its
     tokens: it is done, cut and cancelled, at the length its function gives; outputs that reach the queue after
-    that are dropped.
+    that are dropped. ``last_forward()`` is the ``time.monotonic()`` of the model's last forward pass.
 
     Raises:
-        StreamError: the library failed a request.
+        StreamError: the library failed a request, or neither a result nor a forward pass came for ``stall_s``
+            seconds.
     """
     out: dict[str, list[int]] = {}
+    last_result = time.monotonic()
     while len(out) < n:
         r = manager.get_result(timeout=timeout_s)
         if r is None:
             if not manager.is_running():
                 break
+            quiet = time.monotonic() - max(last_result, last_forward())
+            if quiet > stall_s:
+                raise StreamError(f"the continuous-batching loop made no progress for {quiet:.0f} s (no forward pass, "
+                                  f"no result) with {n - len(out)} requests unanswered")
             continue
+        last_result = time.monotonic()
         if r.request_id in out:
             continue
         if r.error:
