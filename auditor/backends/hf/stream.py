@@ -59,6 +59,12 @@ def stream_config(slots: int, longest: int, page_size: int = PAGE_SIZE, share_pr
                                     allow_block_sharing=share_prefix, auto_switch_to_flash=False)
 
 
+def called_module(model: Any) -> Any:
+    """The module continuous batching runs a forward of: a ``PeftModel``'s base model, else ``model``
+    (where a forward hook sees every step of a stream)."""
+    return model.get_base_model() if callable(getattr(model, "get_base_model", None)) else model
+
+
 class StreamError(RuntimeError):
     """The library's generation loop failed a request (its own message)."""
 
@@ -116,9 +122,8 @@ def stream_generate(model: Any, prompts: Sequence[Sequence[int]], budgets: Seque
         # the stream's sign of life between results: the time of the model's last forward (the module the
         # library calls; a forward hook is torch's public interface)
         last_forward = [time.monotonic()]
-        inner = model.get_base_model() if callable(getattr(model, "get_base_model", None)) else model
-        stack.callback(inner.register_forward_pre_hook(lambda *_: last_forward.__setitem__(0, time.monotonic()))
-                       .remove)
+        stamp = called_module(model).register_forward_pre_hook(lambda *_: last_forward.__setitem__(0, time.monotonic()))
+        stack.callback(stamp.remove)
         manager.warmup()
         release_thread_pool()  # (the warm-up ran the model here: the library's thread gets the cores)
         manager.start()

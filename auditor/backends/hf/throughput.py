@@ -126,7 +126,7 @@ def staircase(model: Any, vocab_size: int, levels: list[int]) -> list[tuple[int,
     """
     from transformers import GenerationConfig
 
-    from .stream import MAX_BATCH_TOKENS, stream_generate
+    from .stream import MAX_BATCH_TOKENS, called_module, stream_generate
 
     levels = sorted(levels, reverse=True)
     slots = levels[0]
@@ -144,8 +144,7 @@ def staircase(model: Any, vocab_size: int, levels: list[int]) -> list[tuple[int,
         decoding = ids is not None and cu is not None and ids.shape[-1] == cu.numel() - 1
         stamps.append((time.perf_counter(), int(ids.shape[-1]) if decoding else 0))
 
-    inner = model.get_base_model() if callable(getattr(model, "get_base_model", None)) else model
-    hook = inner.register_forward_pre_hook(stamp, with_kwargs=True)  # (the model continuous batching calls)
+    hook = called_module(model).register_forward_pre_hook(stamp, with_kwargs=True)
     try:
         stream_generate(model, prompts, budgets, slots=slots, generation_config=config,
                         max_batch_tokens=max(MAX_BATCH_TOKENS, slots * PROBE_PROMPT_TOKENS))
